@@ -1,0 +1,198 @@
+//! Codec policies and options: what to compress with, parsed from and printed as CLI strings.
+
+use crate::error::{FdsrError, Result};
+use std::fmt;
+use std::str::FromStr;
+
+/// Default zig-zag band edges: DC `{0}`, low `[1,6)`, mid `[6,28)`, high `[28,64)`.
+pub const DEFAULT_BAND_EDGES: [u8; 5] = [0, 1, 6, 28, 64];
+/// Default AC-energy fraction under which a tile is stored as DC only.
+pub const DEFAULT_DC_THRESHOLD: f32 = 1e-3;
+/// Group size of the uniform (ActNN-like) and flat paths.
+pub const GROUP_SIZE: usize = 256;
+
+/// How values are rounded to codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rounding {
+    /// Unbiased stochastic rounding from the counter-based RNG (default).
+    Stochastic,
+    /// Round to nearest.
+    Nearest,
+}
+
+/// Bits per band for `fdsr`: fixed, or chosen under a budget.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BitChoice {
+    /// One bit-width per band (0..=8 or 16).
+    Fixed(Vec<u8>),
+    /// Average bits per value, metadata included.
+    Budget(f64),
+}
+
+/// Configuration of the `fdsr` policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FdsrConfig {
+    /// Zig-zag band edges, starting `[0, 1, …]` and ending at 64.
+    pub band_edges: Vec<u8>,
+    /// Bit-widths or budget.
+    pub bits: BitChoice,
+    /// AC energy fraction under which a tile is DC-only.
+    pub dc_threshold: f32,
+}
+
+impl Default for FdsrConfig {
+    fn default() -> Self {
+        Self { band_edges: DEFAULT_BAND_EDGES.to_vec(), bits: BitChoice::Budget(2.0), dc_threshold: DEFAULT_DC_THRESHOLD }
+    }
+}
+
+impl FdsrConfig {
+    /// Checks band edges, bit-widths and budget.
+    pub fn validate(&self) -> Result<()> {
+        let e = &self.band_edges;
+        if e.len() < 3 || e.len() > 9 || e[0] != 0 || e[1] != 1 || *e.last().unwrap_or(&0) != 64 {
+            return Err(FdsrError::InvalidConfig(format!(
+                "band edges {e:?} must start 0,1 (DC alone), end at 64 and give 2 to 8 bands"
+            )));
+        }
+        if e.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(FdsrError::InvalidConfig(format!("band edges {e:?} must increase strictly")));
+        }
+        match &self.bits {
+            BitChoice::Fixed(b) => {
+                if b.len() != e.len() - 1 {
+                    return Err(FdsrError::InvalidConfig(format!(
+                        "{} bit-widths given for {} bands", b.len(), e.len() - 1
+                    )));
+                }
+                if let Some(bad) = b.iter().find(|&&x| x > 8 && x != 16) {
+                    return Err(FdsrError::InvalidConfig(format!("bit-width {bad} is not in 0..=8 or 16")));
+                }
+            }
+            BitChoice::Budget(x) => {
+                if !(x.is_finite() && *x > 0.0 && *x <= 32.0) {
+                    return Err(FdsrError::InvalidConfig(format!("budget {x} bits/value must be in (0, 32]")));
+                }
+            }
+        }
+        if !(self.dc_threshold.is_finite() && (0.0..1.0).contains(&self.dc_threshold)) {
+            return Err(FdsrError::InvalidConfig(format!("dc threshold {} must be in [0, 1)", self.dc_threshold)));
+        }
+        Ok(())
+    }
+}
+
+/// A compression policy.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Policy {
+    /// f32 bits verbatim.
+    Lossless,
+    /// ActNN-like: groups of 256, per-group min and range, `bits` per value.
+    Uniform {
+        /// Bits per value, 1..=8.
+        bits: u8,
+    },
+    /// DIVISION-like: 8×8 mean in bf16 plus a 2-bit residual per plane range.
+    Division,
+    /// Block DCT with bits per frequency band.
+    Fdsr(FdsrConfig),
+}
+
+impl Policy {
+    /// Checks the policy's parameters.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Policy::Uniform { bits } if !(1..=8).contains(bits) => {
+                Err(FdsrError::InvalidConfig(format!("uniform bits {bits} must be in 1..=8")))
+            }
+            Policy::Fdsr(c) => c.validate(),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl FromStr for Policy {
+    type Err = FdsrError;
+    /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B` or `fdsr:bits=8,4,3,2`.
+    fn from_str(s: &str) -> Result<Self> {
+        let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
+        let bad = || FdsrError::InvalidConfig(format!("unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H])"));
+        let p = match (name, arg) {
+            ("lossless", None) => Policy::Lossless,
+            ("division", None) => Policy::Division,
+            ("uniform", Some(b)) => Policy::Uniform { bits: b.parse().map_err(|_| bad())? },
+            ("fdsr", None) => Policy::Fdsr(FdsrConfig::default()),
+            ("fdsr", Some(a)) => {
+                let mut c = FdsrConfig::default();
+                if let Some(b) = a.strip_prefix("budget=") {
+                    c.bits = BitChoice::Budget(b.parse().map_err(|_| bad())?);
+                } else if let Some(b) = a.strip_prefix("bits=") {
+                    c.bits = BitChoice::Fixed(parse_list(b)?);
+                } else {
+                    return Err(bad());
+                }
+                Policy::Fdsr(c)
+            }
+            _ => return Err(bad()),
+        };
+        p.validate()?;
+        Ok(p)
+    }
+}
+
+/// Parses a comma-separated list of small integers such as `8,4,3,2`.
+pub fn parse_list(s: &str) -> Result<Vec<u8>> {
+    s.split(',')
+        .map(|x| x.trim().parse::<u8>().map_err(|_| FdsrError::InvalidConfig(format!("'{x}' in '{s}' is not a number 0..=255"))))
+        .collect()
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Policy::Lossless => write!(f, "lossless"),
+            Policy::Uniform { bits } => write!(f, "uniform:{bits}"),
+            Policy::Division => write!(f, "division"),
+            Policy::Fdsr(c) => match &c.bits {
+                BitChoice::Budget(b) => write!(f, "fdsr:budget={b}"),
+                BitChoice::Fixed(b) => {
+                    let s: Vec<String> = b.iter().map(u8::to_string).collect();
+                    write!(f, "fdsr:bits={}", s.join(","))
+                }
+            },
+        }
+    }
+}
+
+/// Per-call options shared by all policies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CodecOptions {
+    /// Seed of the rounding RNG.
+    pub seed: u32,
+    /// Tensor id, the RNG stream (distinct saved tensors get distinct streams).
+    pub tensor_id: u32,
+    /// Rounding mode.
+    pub rounding: Rounding,
+}
+
+impl Default for CodecOptions {
+    fn default() -> Self {
+        Self { seed: 0, tensor_id: 0, rounding: Rounding::Stochastic }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_round_trip_through_strings() {
+        for s in ["lossless", "division", "uniform:2", "fdsr:budget=2", "fdsr:bits=8,4,3,2"] {
+            let p: Policy = s.parse().unwrap();
+            assert_eq!(p.to_string(), s);
+        }
+        for bad in ["uniform:9", "uniform", "fdsr:bits=8,4,9,2", "fdsr:budget=-1", "nope", "fdsr:bits=8,4"] {
+            assert!(bad.parse::<Policy>().is_err(), "{bad} should be rejected");
+        }
+    }
+}

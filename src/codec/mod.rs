@@ -1,0 +1,4 @@
+//! The codec: policies, the stored format and the GPU drivers of every stage.
+
+pub mod config;
+pub mod format;

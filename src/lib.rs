@@ -1,0 +1,13 @@
+//! # fdsr — activation compression on any GPU
+//!
+//! FDSR's codec (block DCT, adaptive bits per frequency band, sparsification) as `wgpu` compute
+//! shaders with a pure-Rust reference. See `docs/CODEC.md` for the exact format.
+#![warn(missing_docs)]
+
+pub mod codec;
+pub mod error;
+pub mod reference;
+
+pub use codec::config::{BitChoice, CodecOptions, FdsrConfig, Policy, Rounding};
+pub use codec::format::{Body, Compressed, TileClass};
+pub use error::{FdsrError, Result};

@@ -1,0 +1,1 @@
+//! Pure-Rust oracle of every GPU stage (no wgpu): the specification in executable form.
