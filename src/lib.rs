@@ -5,9 +5,12 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod gpu;
+pub mod shaders;
 pub mod error;
 pub mod reference;
 
 pub use codec::config::{BitChoice, CodecOptions, FdsrConfig, Policy, Rounding};
 pub use codec::format::{Body, Compressed, TileClass};
 pub use error::{FdsrError, Result};
+pub use gpu::GpuContext;

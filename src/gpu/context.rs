@@ -1,0 +1,105 @@
+//! `GpuContext`: adapter choice (honoring `WGPU_BACKEND` / `WGPU_ADAPTER_NAME`), device, limits.
+
+use super::{BufferPool, PipelineCache};
+use crate::error::{FdsrError, Result};
+
+/// Options for creating a context.
+#[derive(Clone, Debug, Default)]
+pub struct ContextOptions {
+    /// Use at most this many bytes per storage binding (tests lower it to force chunking).
+    pub max_binding_bytes: Option<u64>,
+}
+
+/// A device and queue plus the caches every fdsr entry point needs.
+pub struct GpuContext {
+    /// The wgpu device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// What the adapter says of itself.
+    pub info: wgpu::AdapterInfo,
+    /// The limits the device was created with.
+    pub limits: wgpu::Limits,
+    /// Compiled pipelines, built once.
+    pub pipelines: PipelineCache,
+    /// Pooled buffers with byte accounting by category.
+    pub pool: BufferPool,
+    max_binding: u64,
+}
+
+impl GpuContext {
+    /// Creates a context on the adapter chosen by the environment (or the default one).
+    pub async fn new() -> Result<Self> {
+        Self::with_options(ContextOptions::default()).await
+    }
+
+    /// Creates a context with explicit options.
+    pub async fn with_options(opts: ContextOptions) -> Result<Self> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pick_adapter(&instance).await?;
+        let info = adapter.get_info();
+        let mut limits = adapter.limits();
+        // Compute only: keep the adapter's storage limits, ask for nothing exotic.
+        limits.max_storage_buffers_per_shader_stage = limits.max_storage_buffers_per_shader_stage.min(8);
+        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("fdsr"),
+                required_features: features,
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| FdsrError::Device { adapter: info.name.clone(), reason: e.to_string() })?;
+        let device_max = u64::from(limits.max_storage_buffer_binding_size).min(limits.max_buffer_size);
+        let max_binding = opts.max_binding_bytes.map_or(device_max, |m| m.min(device_max)).max(4096);
+        Ok(Self { device, queue, info, limits, pipelines: PipelineCache::default(), pool: BufferPool::default(), max_binding })
+    }
+
+    /// Adapter name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
+    pub fn adapter_description(&self) -> String {
+        format!("{} ({:?})", self.info.name, self.info.backend)
+    }
+
+    /// Largest storage binding used per dispatch; larger tensors are processed in chunks.
+    pub fn max_binding_bytes(&self) -> u64 {
+        self.max_binding
+    }
+
+    /// Whether the device can write GPU timestamps.
+    pub fn has_timestamps(&self) -> bool {
+        self.device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    /// Runs `f` inside validation and out-of-memory error scopes; a caught error becomes `Err`.
+    pub async fn scoped<T>(&self, stage: &str, f: impl FnOnce() -> T) -> Result<T> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let val = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let v = val.pop().await;
+        let o = oom.pop().await;
+        match v.or(o) {
+            Some(e) => Err(FdsrError::Gpu { stage: stage.to_string(), message: e.to_string() }),
+            None => Ok(out),
+        }
+    }
+}
+
+async fn pick_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter> {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Ok(name) = std::env::var("WGPU_ADAPTER_NAME") {
+        return wgpu::util::initialize_adapter_from_env(instance, None)
+            .await
+            .map_err(|_| FdsrError::NoAdapter { detail: format!(" named like '{name}' (WGPU_ADAPTER_NAME)") });
+    }
+    instance
+        .request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| {
+            let backend = std::env::var("WGPU_BACKEND").map(|b| format!(" for WGPU_BACKEND={b}")).unwrap_or_default();
+            FdsrError::NoAdapter { detail: format!("{backend} ({e})") }
+        })
+}

@@ -1,0 +1,86 @@
+//! Dispatch helpers: bind buffers in layout order and launch enough workgroups on a 2-D grid.
+
+use super::GpuContext;
+use crate::error::Result;
+use wgpu::util::DeviceExt;
+
+/// Most workgroups per grid dimension (WebGPU's default limit).
+pub const MAX_GROUPS_PER_DIM: u32 = 65535;
+
+/// A 2-D grid covering `groups` workgroups (kernels linearize with `group_index`).
+pub fn grid(groups: u32) -> (u32, u32) {
+    let groups = groups.max(1);
+    if groups <= MAX_GROUPS_PER_DIM {
+        (groups, 1)
+    } else {
+        let y = groups.div_ceil(MAX_GROUPS_PER_DIM);
+        (groups.div_ceil(y), y)
+    }
+}
+
+/// Records one dispatch of `entry` of `shader` over `groups` workgroups with `buffers` bound
+/// to bindings 0, 1, … of group 0.
+pub fn dispatch(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    shader: &'static str,
+    entry: &'static str,
+    buffers: &[&wgpu::Buffer],
+    groups: u32,
+) -> Result<()> {
+    let pipeline = ctx.pipelines.get(&ctx.device, shader, entry)?;
+    let entries: Vec<wgpu::BindGroupEntry> = buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+        .collect();
+    let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(entry),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    });
+    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(entry), timestamp_writes: None });
+    pass.set_pipeline(&pipeline);
+    pass.set_bind_group(0, &bind, &[]);
+    let (x, y) = grid(groups);
+    pass.dispatch_workgroups(x, y, 1);
+    Ok(())
+}
+
+/// A uniform buffer holding `value`.
+pub fn uniform<T: bytemuck::Pod>(ctx: &GpuContext, label: &str, value: &T) -> wgpu::Buffer {
+    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: bytemuck::bytes_of(value),
+        usage: wgpu::BufferUsages::UNIFORM,
+    })
+}
+
+/// A storage buffer initialized with `data` (at least 4 bytes, so empty inputs stay bindable).
+pub fn storage_init(ctx: &GpuContext, label: &str, data: &[u8]) -> wgpu::Buffer {
+    let mut contents = data.to_vec();
+    contents.resize(data.len().max(4).next_multiple_of(4), 0);
+    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: &contents,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    })
+}
+
+/// A zero-filled storage buffer of `bytes` (at least 4).
+pub fn storage_zeroed(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes.max(4).next_multiple_of(4),
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+/// Submits the encoder's work inside error scopes named `stage`.
+pub async fn submit(ctx: &GpuContext, stage: &str, enc: wgpu::CommandEncoder) -> Result<()> {
+    ctx.scoped(stage, || {
+        ctx.queue.submit([enc.finish()]);
+    })
+    .await
+}

@@ -1,0 +1,19 @@
+//! GPU runtime: device context, pipeline cache, pooled buffers with byte accounting, readback.
+
+mod context;
+pub mod kernel;
+mod pipelines;
+mod pool;
+mod readback;
+pub(crate) use wait::wait_for_map;
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "wait_native.rs"]
+mod wait;
+#[cfg(target_arch = "wasm32")]
+#[path = "wait_web.rs"]
+mod wait;
+
+pub use context::{ContextOptions, GpuContext};
+pub use pipelines::PipelineCache;
+pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES};
+pub use readback::{read_buffer, read_words};

@@ -1,0 +1,82 @@
+//! Pipeline cache: every compute pipeline is built once per context, keyed by shader and entry.
+
+use crate::error::{FdsrError, Result};
+use crate::shaders;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+struct Module {
+    module: wgpu::ShaderModule,
+    layout: wgpu::PipelineLayout,
+}
+
+/// Compiled shader modules and compute pipelines.
+#[derive(Default)]
+pub struct PipelineCache {
+    modules: Mutex<HashMap<&'static str, Module>>,
+    pipelines: Mutex<HashMap<(&'static str, &'static str), wgpu::ComputePipeline>>,
+}
+
+fn gpu_err(message: String) -> FdsrError {
+    FdsrError::Gpu { stage: "pipeline cache".into(), message }
+}
+
+fn build_module(device: &wgpu::Device, name: &'static str) -> Result<Module> {
+    let info = shaders::info(name).ok_or_else(|| gpu_err(format!("no shader named {name}")))?;
+    let src = shaders::source(name).ok_or_else(|| gpu_err(format!("no shader named {name}")))?;
+    let entries: Vec<wgpu::BindGroupLayoutEntry> = info
+        .layout
+        .bytes()
+        .enumerate()
+        .map(|(i, k)| wgpu::BindGroupLayoutEntry {
+            binding: i as u32,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: match k {
+                    b'u' => wgpu::BufferBindingType::Uniform,
+                    b'r' => wgpu::BufferBindingType::Storage { read_only: true },
+                    _ => wgpu::BufferBindingType::Storage { read_only: false },
+                },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        })
+        .collect();
+    let bgl = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &entries });
+    let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(name),
+        bind_group_layouts: &[Some(&bgl)],
+        immediate_size: 0,
+    });
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(name),
+        source: wgpu::ShaderSource::Wgsl(src.into()),
+    });
+    Ok(Module { module, layout })
+}
+
+impl PipelineCache {
+    /// The pipeline of `entry` in the registered shader `shader` (built on first use).
+    pub fn get(&self, device: &wgpu::Device, shader: &'static str, entry: &'static str) -> Result<wgpu::ComputePipeline> {
+        let mut pipes = self.pipelines.lock().map_err(|_| gpu_err("lock poisoned".into()))?;
+        if let Some(p) = pipes.get(&(shader, entry)) {
+            return Ok(p.clone());
+        }
+        let mut modules = self.modules.lock().map_err(|_| gpu_err("lock poisoned".into()))?;
+        if !modules.contains_key(shader) {
+            modules.insert(shader, build_module(device, shader)?);
+        }
+        let m = &modules[shader];
+        let p = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: Some(&m.layout),
+            module: &m.module,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        pipes.insert((shader, entry), p.clone());
+        Ok(p)
+    }
+}

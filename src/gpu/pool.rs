@@ -1,0 +1,118 @@
+//! Buffer pool: reuses GPU buffers and counts live and peak bytes by category.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// What a buffer holds, for memory accounting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    /// Model weights.
+    Weights,
+    /// Weight gradients.
+    Gradients,
+    /// Optimizer state.
+    OptimizerState,
+    /// Saved activations (compressed or not).
+    SavedActivations,
+    /// Temporary buffers of kernels (codec scratch, decompressed activations).
+    Workspace,
+}
+
+/// All categories, in report order.
+pub const CATEGORIES: [Category; 5] =
+    [Category::Weights, Category::Gradients, Category::OptimizerState, Category::SavedActivations, Category::Workspace];
+
+/// Live and peak bytes per category, and the peak of their sum.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemoryReport {
+    /// Bytes in use now, by category.
+    pub live: HashMap<Category, u64>,
+    /// Highest bytes in use, by category.
+    pub peak: HashMap<Category, u64>,
+    /// Highest total bytes in use.
+    pub peak_total: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    report: MemoryReport,
+    free: HashMap<(u64, u32), Vec<wgpu::Buffer>>,
+}
+
+/// Pool of reusable buffers; cheap to clone (shared state).
+#[derive(Clone, Default)]
+pub struct BufferPool {
+    inner: Arc<Mutex<Inner>>,
+}
+
+/// A buffer on loan from the pool; returned (and its bytes released) on drop.
+pub struct PooledBuffer {
+    buffer: Option<wgpu::Buffer>,
+    category: Category,
+    pool: BufferPool,
+}
+
+impl std::ops::Deref for PooledBuffer {
+    type Target = wgpu::Buffer;
+    fn deref(&self) -> &wgpu::Buffer {
+        // Only `Drop` takes the buffer out, so it is present for the whole life of the value.
+        self.buffer.as_ref().expect("pooled buffer present until drop")
+    }
+}
+
+impl BufferPool {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding this lock cannot leave the counters half-updated; keep going.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A buffer of at least `size` bytes (rounded up to 256) with `usage`, counted in `category`.
+    pub fn get(&self, device: &wgpu::Device, category: Category, size: u64, usage: wgpu::BufferUsages) -> PooledBuffer {
+        let size = size.max(4).div_ceil(256) * 256;
+        let mut inner = self.lock();
+        let reused = inner.free.get_mut(&(size, usage.bits())).and_then(Vec::pop);
+        let buffer = reused.unwrap_or_else(|| {
+            device.create_buffer(&wgpu::BufferDescriptor { label: Some("fdsr pooled"), size, usage, mapped_at_creation: false })
+        });
+        let r = &mut inner.report;
+        let live = r.live.entry(category).or_default();
+        *live += size;
+        let live_now = *live;
+        let peak = r.peak.entry(category).or_default();
+        *peak = (*peak).max(live_now);
+        let total: u64 = r.live.values().sum();
+        r.peak_total = r.peak_total.max(total);
+        drop(inner);
+        PooledBuffer { buffer: Some(buffer), category, pool: self.clone() }
+    }
+
+    /// The current accounting.
+    pub fn report(&self) -> MemoryReport {
+        self.lock().report.clone()
+    }
+
+    /// Resets peaks to the live values (e.g. at the start of a training step).
+    pub fn reset_peaks(&self) {
+        let mut inner = self.lock();
+        let r = &mut inner.report;
+        r.peak = r.live.clone();
+        r.peak_total = r.live.values().sum();
+    }
+
+    /// Frees every idle buffer.
+    pub fn trim(&self) {
+        self.lock().free.clear();
+    }
+}
+
+impl Drop for PooledBuffer {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffer.take() {
+            let mut inner = self.pool.lock();
+            if let Some(live) = inner.report.live.get_mut(&self.category) {
+                *live = live.saturating_sub(b.size());
+            }
+            inner.free.entry((b.size(), b.usage().bits())).or_default().push(b);
+        }
+    }
+}

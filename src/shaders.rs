@@ -1,0 +1,44 @@
+//! The one shader registry: WGSL sources by name, each prefixed with the shared primitives.
+
+/// Shared primitives (RNG, scale codes, quantization, bit packing) prepended to codec shaders.
+pub const COMMON: &str = include_str!("../shaders/common.wgsl");
+
+/// One registered shader.
+pub struct ShaderInfo {
+    /// Registry name (also the label).
+    pub name: &'static str,
+    /// The file's WGSL.
+    pub body: &'static str,
+    /// Whether [`COMMON`] is prepended (its tables are then binding 0).
+    pub common: bool,
+    /// Kind of each binding of group 0, in order: `u` uniform, `r` read-only storage,
+    /// `w` read-write storage. Every entry point of the shader shares this layout.
+    pub layout: &'static str,
+}
+
+const fn shader(name: &'static str, body: &'static str, common: bool, layout: &'static str) -> ShaderInfo {
+    ShaderInfo { name, body, common, layout }
+}
+
+/// Every shader of the crate.
+pub const SHADERS: &[ShaderInfo] = &[
+    shader("copy", include_str!("../shaders/copy.wgsl"), false, "rwu"),
+    shader("scan", include_str!("../shaders/scan.wgsl"), false, "uww"),
+    shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), true, "uurwwwrw"),
+    shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), true, "uurrrrw"),
+];
+
+/// Names of every registered shader.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    SHADERS.iter().map(|s| s.name)
+}
+
+/// Registry entry of shader `name`.
+pub fn info(name: &str) -> Option<&'static ShaderInfo> {
+    SHADERS.iter().find(|s| s.name == name)
+}
+
+/// Full WGSL source of shader `name`, or `None` if it is not registered.
+pub fn source(name: &str) -> Option<String> {
+    info(name).map(|s| if s.common { format!("{COMMON}\n{}", s.body) } else { s.body.to_string() })
+}

@@ -1,0 +1,41 @@
+//! Every registered shader parses and validates with naga under WebGPU's capabilities.
+
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+
+#[test]
+fn every_shader_validates_for_webgpu() {
+    let mut count = 0;
+    for name in fdsr::shaders::names() {
+        let src = fdsr::shaders::source(name).expect("registered");
+        let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        Validator::new(ValidationFlags::all(), Capabilities::empty())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        count += 1;
+    }
+    assert!(count >= 4, "only {count} shaders registered");
+}
+
+#[test]
+fn layouts_match_declared_bindings() {
+    for info in fdsr::shaders::SHADERS {
+        let src = fdsr::shaders::source(info.name).expect("registered");
+        let module = naga::front::wgsl::parse_str(&src).expect("parses");
+        let mut bindings: Vec<(u32, char)> = module
+            .global_variables
+            .iter()
+            .filter_map(|(_, g)| {
+                let b = g.binding.as_ref()?;
+                let kind = match g.space {
+                    naga::AddressSpace::Uniform => 'u',
+                    naga::AddressSpace::Storage { access } if !access.contains(naga::StorageAccess::STORE) => 'r',
+                    _ => 'w',
+                };
+                Some((b.binding, kind))
+            })
+            .collect();
+        bindings.sort();
+        let declared: Vec<(u32, char)> = info.layout.chars().enumerate().map(|(i, c)| (i as u32, c)).collect();
+        assert_eq!(bindings, declared, "shader {} declares bindings that differ from its registry layout", info.name);
+    }
+}
