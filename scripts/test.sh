@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The project's test command (README "Tests"): format, lints on native and wasm32, all tests,
+# then the browser smoke test when web/ provides one.
+#
+# GPU tests skip with a message when no adapter is found, unless REQUIRE_GPU=1 (CI sets it) turns
+# "no adapter" into a failure. On Debian, `apt-get install mesa-vulkan-drivers` gives the software
+# Vulkan adapter (lavapipe, "llvmpipe").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+section() { printf '\n==== %s ====\n' "$*"; }
+
+section "cargo fmt --all --check"
+cargo fmt --all --check
+
+section "cargo clippy (native, all targets, warnings denied)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+section "cargo clippy (wasm32-unknown-unknown, library, warnings denied)"
+if ! grep -qx 'wasm32-unknown-unknown' <<<"$(rustup target list --installed 2>/dev/null || true)"; then
+  echo "the wasm32 target is missing: run 'rustup target add wasm32-unknown-unknown'" >&2
+  exit 1
+fi
+cargo clippy --target wasm32-unknown-unknown -p fdsr --lib -- -D warnings
+
+section "cargo test --workspace (REQUIRE_GPU=${REQUIRE_GPU:-0}; includes naga validation of every shader)"
+cargo test --workspace
+
+section "browser smoke test"
+if [ -x web/test.sh ]; then
+  bash web/test.sh
+else
+  echo "skipped: web/test.sh does not exist yet"
+fi
+
+section "all checks passed"
