@@ -1,0 +1,2 @@
+//! The `fdsr` command line (being assembled).
+fn main() {}
