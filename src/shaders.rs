@@ -26,6 +26,8 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("scan", include_str!("../shaders/scan.wgsl"), false, "uww"),
     shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), true, "uurwwwrw"),
     shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), true, "uurrrrw"),
+    shader("uniform", include_str!("../shaders/uniform.wgsl"), true, "uurwwwww"),
+    shader("division", include_str!("../shaders/division.wgsl"), true, "uurwwwwww"),
 ];
 
 /// Names of every registered shader.
