@@ -27,7 +27,7 @@ section "cargo test --workspace (REQUIRE_GPU=${REQUIRE_GPU:-0}; includes naga va
 cargo test --workspace
 
 section "browser smoke test"
-if [ -x web/test.sh ]; then
+if [ -f web/test.sh ]; then
   bash web/test.sh
 else
   echo "skipped: web/test.sh does not exist yet"

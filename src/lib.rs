@@ -8,6 +8,7 @@ pub mod codec;
 pub mod gpu;
 pub mod shaders;
 pub mod error;
+pub mod io;
 pub mod reference;
 
 pub use codec::config::{BitChoice, CodecOptions, FdsrConfig, Policy, Rounding};
