@@ -143,8 +143,11 @@ pub fn stored_bits(stats: &FdsrStats, bits: &[u8]) -> u64 {
 /// Ties in error go to the smaller size, then to the first choice in search order.
 pub fn choose_bits(stats: &FdsrStats, budget: f64) -> Result<Vec<u8>> {
     let n = stats.bands();
-    if n == 0 || stats.band_sum_n_max2.len() != n || stats.band_energy.len() != n {
-        return Err(FdsrError::InvalidConfig(format!("statistics for {n} bands are inconsistent")));
+    if n == 0 || stats.band_sum_n_max2.len() != n || stats.band_energy.len() != n || stats.numel == 0 {
+        return Err(FdsrError::InvalidConfig(format!(
+            "statistics for {n} bands and {} values are inconsistent (numel must be set)",
+            stats.numel
+        )));
     }
     let numel = stats.numel.max(1) as f64;
     let limit = budget * numel;
@@ -293,6 +296,7 @@ mod tests {
             }
             other => panic!("expected BudgetTooLow, got {other:?}"),
         }
+        assert!(matches!(choose_bits(&FdsrStats::new(&[0, 1, 64]), 2.0), Err(FdsrError::InvalidConfig(_))));
         assert!(flat_bits_for_budget(1000, 0.5).is_err());
         assert_eq!(flat_bits_for_budget(1 << 16, 2.2).unwrap(), 2);
         assert_eq!(flat_bits_for_budget(1 << 16, 100.0).unwrap(), 8);
