@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod data;
 pub mod gpu;
 pub mod shaders;
 pub mod error;
