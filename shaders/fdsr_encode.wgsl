@@ -17,6 +17,7 @@ const WG: u32 = 64u;
 @group(0) @binding(1) var<uniform> p: FdsrParams;
 @group(0) @binding(2) var<storage, read> input: array<f32>;
 @group(0) @binding(3) var<storage, read_write> classes: array<u32>;
+// Per plane of the chunk: the bits of max |DC|, then (at planes + plane) the non-zero tile count.
 @group(0) @binding(4) var<storage, read_write> plane_dcmax: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(6) var<storage, read> offsets: array<u32>;
@@ -85,6 +86,7 @@ fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
             let ac = total - dc * dc;
             cls = select(2u, 1u, ac <= p.dc_threshold * total);
             atomicMax(&plane_dcmax[t / p.tiles_per_plane], bitcast<u32>(abs(dc)));
+            atomicAdd(&plane_dcmax[p.planes + t / p.tiles_per_plane], 1u);
             red[lid * STATS + 19u] = tmax;
             if (cls == 2u) {
                 for (var b = 1u; b < p.nbands; b++) {

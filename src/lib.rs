@@ -4,13 +4,14 @@
 //! shaders with a pure-Rust reference. See `docs/CODEC.md` for the exact format.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod codec;
 pub mod data;
-pub mod gpu;
-pub mod shaders;
 pub mod error;
+pub mod gpu;
 pub mod io;
 pub mod reference;
+pub mod shaders;
 
 pub use codec::config::{BitChoice, CodecOptions, FdsrConfig, Policy, Rounding};
 pub use codec::format::{Body, Compressed, TileClass};

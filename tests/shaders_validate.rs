@@ -7,7 +7,8 @@ fn every_shader_validates_for_webgpu() {
     let mut count = 0;
     for name in fdsr::shaders::names() {
         let src = fdsr::shaders::source(name).expect("registered");
-        let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        let module =
+            naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
         Validator::new(ValidationFlags::all(), Capabilities::empty())
             .validate(&module)
             .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));

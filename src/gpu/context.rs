@@ -51,9 +51,17 @@ impl GpuContext {
             })
             .await
             .map_err(|e| FdsrError::Device { adapter: info.name.clone(), reason: e.to_string() })?;
-        let device_max = u64::from(limits.max_storage_buffer_binding_size).min(limits.max_buffer_size);
+        let device_max = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         let max_binding = opts.max_binding_bytes.map_or(device_max, |m| m.min(device_max)).max(4096);
-        Ok(Self { device, queue, info, limits, pipelines: PipelineCache::default(), pool: BufferPool::default(), max_binding })
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            pipelines: PipelineCache::default(),
+            pool: BufferPool::default(),
+            max_binding,
+        })
     }
 
     /// Adapter name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.

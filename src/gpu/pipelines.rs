@@ -43,7 +43,8 @@ fn build_module(device: &wgpu::Device, name: &'static str) -> Result<Module> {
             count: None,
         })
         .collect();
-    let bgl = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &entries });
+    let bgl =
+        device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &entries });
     let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
         label: Some(name),
         bind_group_layouts: &[Some(&bgl)],
@@ -58,7 +59,12 @@ fn build_module(device: &wgpu::Device, name: &'static str) -> Result<Module> {
 
 impl PipelineCache {
     /// The pipeline of `entry` in the registered shader `shader` (built on first use).
-    pub fn get(&self, device: &wgpu::Device, shader: &'static str, entry: &'static str) -> Result<wgpu::ComputePipeline> {
+    pub fn get(
+        &self,
+        device: &wgpu::Device,
+        shader: &'static str,
+        entry: &'static str,
+    ) -> Result<wgpu::ComputePipeline> {
         let mut pipes = self.pipelines.lock().map_err(|_| gpu_err("lock poisoned".into()))?;
         if let Some(p) = pipes.get(&(shader, entry)) {
             return Ok(p.clone());

@@ -72,7 +72,12 @@ impl BufferPool {
         let mut inner = self.lock();
         let reused = inner.free.get_mut(&(size, usage.bits())).and_then(Vec::pop);
         let buffer = reused.unwrap_or_else(|| {
-            device.create_buffer(&wgpu::BufferDescriptor { label: Some("fdsr pooled"), size, usage, mapped_at_creation: false })
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("fdsr pooled"),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
         });
         let r = &mut inner.report;
         let live = r.live.entry(category).or_default();

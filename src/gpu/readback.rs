@@ -29,11 +29,7 @@ pub async fn read_buffer(ctx: &GpuContext, src: &wgpu::Buffer, offset: u64, size
     rx.await
         .map_err(|_| FdsrError::Readback("map callback dropped".into()))?
         .map_err(|e| FdsrError::Readback(e.to_string()))?;
-    let data = staging
-        .slice(..)
-        .get_mapped_range()
-        .map_err(|e| FdsrError::Readback(e.to_string()))?
-        .to_vec();
+    let data = staging.slice(..).get_mapped_range().map_err(|e| FdsrError::Readback(e.to_string()))?.to_vec();
     staging.unmap();
     Ok(data)
 }

@@ -1,2 +1,169 @@
-//! The `fdsr` command line (being assembled).
-fn main() {}
+//! The `fdsr` command line: compress, decompress and inspect tensors; benchmarks.
+
+use clap::{Args, Parser, Subcommand};
+use fdsr::codec::api;
+use fdsr::codec::config::{parse_list, BitChoice, CodecOptions, Policy};
+use fdsr::io::{read_npy, write_atomic, write_npy, Tensor};
+use fdsr::{Compressed, FdsrError, GpuContext, Result};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+mod bench_cmd;
+mod inspect;
+
+#[derive(Parser)]
+#[command(name = "fdsr", version, about = "FDSR activation compression on any GPU (wgpu)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Compress an .npy tensor (f32 or f16, rank 1-4; rank 4 is NCHW).
+    Compress(CompressArgs),
+    /// Decompress an .fdsr file to an f32 .npy of the original shape.
+    Decompress {
+        /// Input .fdsr file.
+        input: PathBuf,
+        /// Output .npy file.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Show what an .fdsr file holds; with --reference, its reconstruction error.
+    Inspect(inspect::InspectArgs),
+    /// Benchmarks (quality table, codec speed).
+    Bench(bench_cmd::BenchArgs),
+}
+
+#[derive(Args)]
+struct CompressArgs {
+    /// Input .npy file.
+    input: PathBuf,
+    /// Output .fdsr file.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// fdsr | uniform:B | division | lossless.
+    #[arg(long, default_value = "fdsr")]
+    policy: String,
+    /// fdsr only: average bits per value, metadata included.
+    #[arg(long)]
+    budget: Option<f64>,
+    /// fdsr only: bits per band, e.g. 8,4,3,2 (overrides --budget).
+    #[arg(long)]
+    bits: Option<String>,
+    /// Seed of the stochastic rounding.
+    #[arg(long, default_value_t = 0)]
+    seed: u32,
+    /// Round to nearest instead of stochastically.
+    #[arg(long)]
+    nearest: bool,
+    /// Accept NaN/Inf: kept exactly by `lossless`, stored as 0 by lossy policies (counted on stderr).
+    #[arg(long)]
+    allow_nonfinite: bool,
+}
+
+/// The policy of the compress flags.
+fn policy_of(a: &CompressArgs) -> Result<Policy> {
+    let mut p: Policy = a.policy.parse()?;
+    match &mut p {
+        Policy::Fdsr(cfg) => {
+            if let Some(b) = a.budget {
+                cfg.bits = BitChoice::Budget(b);
+            }
+            if let Some(b) = &a.bits {
+                cfg.bits = BitChoice::Fixed(parse_list(b)?);
+            }
+        }
+        _ if a.budget.is_some() || a.bits.is_some() => {
+            return Err(FdsrError::InvalidConfig(format!("--budget and --bits apply to the fdsr policy, not {p}")));
+        }
+        _ => {}
+    }
+    p.validate()?;
+    Ok(p)
+}
+
+/// Native entry points wrap the library's async functions here, never inside the library.
+pub fn gpu() -> Result<GpuContext> {
+    pollster::block_on(GpuContext::new())
+}
+
+fn compress_cmd(a: &CompressArgs) -> Result<()> {
+    let policy = policy_of(a)?;
+    let mut t: Tensor = read_npy(&a.input)?;
+    let bad = t.data.iter().filter(|v| !v.is_finite()).count();
+    if bad > 0 && !a.allow_nonfinite {
+        t.check_finite()?;
+    }
+    let opts = CodecOptions {
+        seed: a.seed,
+        rounding: if a.nearest { fdsr::Rounding::Nearest } else { fdsr::Rounding::Stochastic },
+        ..Default::default()
+    };
+    let ctx = gpu()?;
+    let c = if bad > 0 && policy == Policy::Lossless {
+        lossless_raw(&t, &opts)
+    } else {
+        if bad > 0 {
+            eprintln!("warning: {bad} NaN/Inf values stored as 0 (--allow-nonfinite)");
+            t.data.iter_mut().filter(|v| !v.is_finite()).for_each(|v| *v = 0.0);
+        }
+        pollster::block_on(api::compress(&ctx, &t.data, &t.shape, &policy, &opts))?
+    };
+    write_atomic(&a.output, &c.to_bytes())?;
+    println!(
+        "{}: {:?} {} -> {} bytes, ratio {:.2}x",
+        a.output.display(),
+        t.shape,
+        c.policy_name(),
+        c.stored_bytes(),
+        c.ratio()
+    );
+    Ok(())
+}
+
+/// Lossless storage of a tensor with non-finite values: the bits verbatim, no GPU work needed.
+fn lossless_raw(t: &Tensor, opts: &CodecOptions) -> Compressed {
+    Compressed {
+        shape: t.shape.clone(),
+        seed: opts.seed,
+        tensor_id: opts.tensor_id,
+        rounding: opts.rounding,
+        body: fdsr::Body::Lossless { data: t.data.iter().map(|v| v.to_bits()).collect() },
+    }
+}
+
+/// Reads and parses an .fdsr file.
+pub fn read_fdsr(path: &PathBuf) -> Result<Compressed> {
+    let bytes = std::fs::read(path).map_err(|e| FdsrError::Io { path: path.display().to_string(), source: e })?;
+    Compressed::from_bytes(&bytes)
+}
+
+fn decompress_cmd(input: &PathBuf, output: &PathBuf) -> Result<()> {
+    let c = read_fdsr(input)?;
+    let data = match &c.body {
+        fdsr::Body::Lossless { data } => data.iter().map(|&w| f32::from_bits(w)).collect(),
+        _ => pollster::block_on(api::decompress(&gpu()?, &c))?,
+    };
+    write_npy(output, &Tensor { shape: c.shape.clone(), data })?;
+    println!("{}: {:?} f32", output.display(), c.shape);
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match &cli.cmd {
+        Cmd::Compress(a) => compress_cmd(a),
+        Cmd::Decompress { input, output } => decompress_cmd(input, output),
+        Cmd::Inspect(a) => inspect::run(a),
+        Cmd::Bench(a) => bench_cmd::run(a),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! Benchmarks that print ratios measured side by side in one run (quality, codec speed).
+
+pub mod activations;
+pub mod quality;
+pub mod smoke;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod speed;

@@ -1,0 +1,89 @@
+//! Codec speed benchmark (native): compress and decompress time against a plain copy kernel
+//! over the same tensor on the same device, measured in one run.
+
+use super::activations::{conv3x3_relu, smooth_images};
+use crate::codec::api::{compress_buffer, decompress};
+use crate::codec::config::{CodecOptions, Policy};
+use crate::error::Result;
+use crate::gpu::kernel::{dispatch, storage_init, storage_zeroed, uniform};
+use crate::gpu::GpuContext;
+use std::time::Instant;
+
+/// Median seconds per run of each measured operation.
+#[derive(Clone, Debug)]
+pub struct SpeedReport {
+    /// Adapter description.
+    pub adapter: String,
+    /// Tensor shape.
+    pub shape: Vec<usize>,
+    /// Policy measured.
+    pub policy: String,
+    /// Copy kernel seconds.
+    pub copy_s: f64,
+    /// Compress seconds (all passes and readbacks of the stored form).
+    pub compress_s: f64,
+    /// Decompress seconds (upload of the stored form, decode, readback of f32).
+    pub decompress_s: f64,
+    /// Ratio of the compressed tensor.
+    pub ratio: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A ReLU activation of about `mib` MiB, `[n, 16, 64, 64]`.
+pub fn activation(mib: usize) -> (Vec<usize>, Vec<f32>) {
+    let n = (mib * (1 << 20) / 4 / (16 * 64 * 64)).max(1);
+    let img = smooth_images(n, 64, 64, 7);
+    (vec![n, 16, 64, 64], conv3x3_relu(&img, n, 64, 64, 16, 11))
+}
+
+/// Times copy, compress and decompress (`reps` runs each after one warm-up run).
+pub async fn measure(
+    ctx: &GpuContext,
+    shape: &[usize],
+    x: &[f32],
+    policy: &Policy,
+    reps: usize,
+) -> Result<SpeedReport> {
+    let input = storage_init(ctx, "bench input", bytemuck::cast_slice(x));
+    let out = storage_zeroed(ctx, "bench copy", (x.len() * 4) as u64);
+    let params = uniform(ctx, "copy", &[x.len() as u32, 0, 0, 0]);
+    let mut copy = Vec::new();
+    for i in 0..=reps {
+        let t = Instant::now();
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        dispatch(ctx, &mut enc, "copy", "copy_words", &[&input, &out, &params], (x.len() as u32).div_ceil(256))?;
+        ctx.queue.submit([enc.finish()]);
+        crate::gpu::wait_for_map(&ctx.device)?;
+        if i > 0 {
+            copy.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let opts = CodecOptions::default();
+    let (mut comp, mut decomp, mut ratio) = (Vec::new(), Vec::new(), 0.0);
+    for i in 0..=reps {
+        let t = Instant::now();
+        let c = compress_buffer(ctx, &input, shape, policy, &opts).await?;
+        let tc = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        decompress(ctx, &c).await?;
+        let td = t.elapsed().as_secs_f64();
+        if i > 0 {
+            comp.push(tc);
+            decomp.push(td);
+        }
+        ratio = c.ratio();
+    }
+    Ok(SpeedReport {
+        adapter: ctx.adapter_description(),
+        shape: shape.to_vec(),
+        policy: policy.to_string(),
+        copy_s: median(copy),
+        compress_s: median(comp),
+        decompress_s: median(decomp),
+        ratio,
+    })
+}

@@ -1,0 +1,125 @@
+//! The fdsr GPU path against the pure-Rust reference on realistic random inputs.
+
+mod common;
+
+use fdsr::bench::activations::{conv3x3_relu, smooth_images, Rng};
+use fdsr::codec::api::{compress, decompress};
+use fdsr::codec::format::FdsrBody;
+use fdsr::gpu::ContextOptions;
+use fdsr::{reference, Body, CodecOptions, Compressed, Policy, Rounding};
+
+fn relu_activation(shape: [usize; 4], seed: u32) -> Vec<f32> {
+    let [n, c, h, w] = shape;
+    conv3x3_relu(&smooth_images(n, h, w, seed), n, h, w, c, seed + 1)
+}
+
+fn noisy_activation(shape: [usize; 4], seed: u32) -> Vec<f32> {
+    let mut rng = Rng::new(seed);
+    relu_activation(shape, seed).into_iter().map(|v| if v > 0.0 { v + 0.05 * rng.signed() } else { 0.0 }).collect()
+}
+
+fn fdsr_body(c: &Compressed) -> &FdsrBody {
+    match &c.body {
+        Body::Fdsr(f) => f,
+        other => panic!("expected an fdsr body, got {other:?}"),
+    }
+}
+
+/// GPU and reference encode the same tensor; returns (GPU, reference) compressed forms.
+fn both(
+    ctx: &fdsr::GpuContext,
+    x: &[f32],
+    shape: &[usize],
+    policy: &str,
+    opts: &CodecOptions,
+) -> (Compressed, Compressed) {
+    let p: Policy = policy.parse().unwrap();
+    let g = pollster::block_on(compress(ctx, x, shape, &p, opts)).unwrap();
+    let r = reference::compress(x, shape, &p, opts).unwrap();
+    (g, r)
+}
+
+fn mismatch_fraction(a: &[u32], b: &[u32]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).filter(|(x, y)| x != y).count() as f64 / a.len().max(1) as f64
+}
+
+#[test]
+fn gpu_encoding_matches_reference_with_fixed_bits() {
+    let Some(ctx) = common::gpu() else { return };
+    let cases: [([usize; 4], &str); 4] = [
+        ([2, 3, 16, 16], "fdsr:bits=8,4,3,2"),
+        ([1, 2, 13, 19], "fdsr:bits=8,5,3,1"),
+        ([3, 4, 32, 32], "fdsr:bits=16,8,4,0"),
+        ([2, 2, 24, 40], "fdsr:bits=6,16,2,2"),
+    ];
+    for (i, (shape, policy)) in cases.into_iter().enumerate() {
+        for rounding in [Rounding::Stochastic, Rounding::Nearest] {
+            let x = noisy_activation(shape, 10 + i as u32);
+            let opts = CodecOptions { seed: 7, tensor_id: 3, rounding };
+            let (g, r) = both(&ctx, &x, &shape, policy, &opts);
+            let (gb, rb) = (fdsr_body(&g), fdsr_body(&r));
+            assert_eq!(gb.e0, rb.e0, "{policy} {shape:?}: e0");
+            assert_eq!(gb.dc_codes, rb.dc_codes, "{policy} {shape:?}: per-plane DC codes");
+            // Classes and words may differ only where the DCT's float rounding differs: rare.
+            let class_diff = mismatch_fraction(&gb.classes, &rb.classes);
+            assert!(class_diff <= 0.01, "{policy} {shape:?}: {class_diff} of class words differ");
+            if gb.classes == rb.classes {
+                let word_diff = mismatch_fraction(&gb.payload, &rb.payload);
+                assert!(word_diff <= 0.01, "{policy} {shape:?}: {word_diff} of payload words differ");
+            }
+            let gd = pollster::block_on(decompress(&ctx, &g)).unwrap();
+            let rd = reference::decompress(&r).unwrap();
+            let peak = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let off = gd.iter().zip(&rd).filter(|(a, b)| (*a - *b).abs() > 1e-4 * peak).count();
+            assert!(off * 100 <= x.len(), "{policy} {shape:?}: {off} of {} decoded values differ", x.len());
+        }
+    }
+}
+
+#[test]
+fn gpu_decoder_reads_reference_bytes() {
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [2, 4, 21, 27];
+    let x = noisy_activation(shape, 40);
+    let p: Policy = "fdsr:bits=8,4,3,2".parse().unwrap();
+    let r = reference::compress(&x, &shape, &p, &CodecOptions::default()).unwrap();
+    let parsed = Compressed::from_bytes(&r.to_bytes()).unwrap();
+    let gd = pollster::block_on(decompress(&ctx, &parsed)).unwrap();
+    let rd = reference::decompress(&r).unwrap();
+    let worst = gd.iter().zip(&rd).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    let peak = rd.iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert!(worst <= 1e-5 * peak.max(1.0), "GPU decode of reference bytes off by {worst}");
+}
+
+#[test]
+fn budget_choice_and_ratio_agree_with_reference() {
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [4, 8, 32, 32];
+    let x = relu_activation(shape, 50);
+    for budget in ["fdsr:budget=1", "fdsr:budget=2", "fdsr:budget=3"] {
+        let (g, r) = both(&ctx, &x, &shape, budget, &CodecOptions::default());
+        assert_eq!(fdsr_body(&g).bits, fdsr_body(&r).bits, "{budget}: chosen bits");
+        let rel = (g.ratio() - r.ratio()).abs() / r.ratio();
+        assert!(rel < 0.005, "{budget}: GPU ratio {} vs reference {}", g.ratio(), r.ratio());
+        let limit: f64 = budget.trim_start_matches("fdsr:budget=").parse().unwrap();
+        let bpv = g.stored_bytes() as f64 * 8.0 / x.len() as f64;
+        assert!(bpv <= limit, "{budget}: stored {bpv} bits/value");
+    }
+}
+
+#[test]
+fn chunked_processing_gives_the_same_bytes() {
+    let Some(ctx) = common::gpu() else { return };
+    let Some(small) = common::gpu_with(ContextOptions { max_binding_bytes: Some(3 * 20 * 20 * 4) }) else { return };
+    let shape = [3, 4, 20, 20];
+    let x = noisy_activation(shape, 60);
+    let p: Policy = "fdsr:budget=2".parse().unwrap();
+    let opts = CodecOptions { seed: 11, ..Default::default() };
+    let whole = pollster::block_on(compress(&ctx, &x, &shape, &p, &opts)).unwrap();
+    let chunked = pollster::block_on(compress(&small, &x, &shape, &p, &opts)).unwrap();
+    assert_eq!(whole, chunked);
+    let a = pollster::block_on(decompress(&ctx, &whole)).unwrap();
+    let b = pollster::block_on(decompress(&small, &whole)).unwrap();
+    assert_eq!(a, b);
+}
