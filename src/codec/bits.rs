@@ -37,7 +37,7 @@ pub fn extract_bits(src: &[u32], start: u64, nbits: u64) -> Vec<u32> {
             })
             .collect();
     if let Some(last) = out.last_mut() {
-        if nbits % 32 != 0 {
+        if !nbits.is_multiple_of(32) {
             *last &= low_mask((nbits % 32) as u32);
         }
     }

@@ -100,9 +100,13 @@ impl GpuContext {
 async fn pick_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter> {
     #[cfg(not(target_arch = "wasm32"))]
     if let Ok(name) = std::env::var("WGPU_ADAPTER_NAME") {
-        return wgpu::util::initialize_adapter_from_env(instance, None)
-            .await
-            .map_err(|_| FdsrError::NoAdapter { detail: format!(" named like '{name}' (WGPU_ADAPTER_NAME)") });
+        let wanted = name.to_lowercase();
+        let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+        let adapters = instance.enumerate_adapters(backends).await;
+        let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        return adapters.into_iter().find(|a| a.get_info().name.to_lowercase().contains(&wanted)).ok_or_else(|| {
+            FdsrError::NoAdapter { detail: format!(" named like '{name}' (WGPU_ADAPTER_NAME; adapters present: {names:?})") }
+        });
     }
     instance
         .request_adapter(&wgpu::RequestAdapterOptions {
