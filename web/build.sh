@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds the browser bundle into web/pkg: plain cargo for wasm32 + the pinned wasm-bindgen CLI.
+# (No wasm-opt: Debian's binaryen 108 output fails in the browser.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile="${WEB_PROFILE:-release}"
+cargo build -p fdsr-web --lib --target wasm32-unknown-unknown --profile "$profile"
+dir="$profile"; [ "$profile" = dev ] && dir=debug
+wasm-bindgen --target web --out-dir web/pkg "target/wasm32-unknown-unknown/$dir/fdsr_web.wasm"
+echo "built web/pkg ($(du -sh web/pkg | cut -f1))"

@@ -1,0 +1,62 @@
+// Browser smoke test: serves web/ on 127.0.0.1, opens it in headless Chromium with WebGPU, and
+// checks the result against the native run of the same seed (JSON file given as argv[2]).
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = path.dirname(fileURLToPath(import.meta.url));
+const native = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm' };
+const server = http.createServer((req, res) => {
+  const file = path.join(root, decodeURIComponent(new URL(req.url, 'http://x').pathname));
+  if (!file.startsWith(root) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+    const index = path.join(root, 'index.html');
+    if (req.url === '/' || req.url.startsWith('/?')) { res.writeHead(200, { 'content-type': 'text/html' }); return res.end(fs.readFileSync(index)); }
+    res.writeHead(404); return res.end();
+  }
+  res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream' });
+  res.end(fs.readFileSync(file));
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const url = `http://127.0.0.1:${server.address().port}/?seed=${native.seed ?? 0}`;
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--no-sandbox', '--enable-unsafe-webgpu', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--disable-quic',
+    '--enable-features=Vulkan', '--use-vulkan=swiftshader', '--use-angle=swiftshader'],
+  // playwright gives every launch a fresh temporary profile (--user-data-dir).
+});
+let failed = false;
+const fail = (msg) => { console.error('FAIL: ' + msg); failed = true; };
+try {
+  const page = await browser.newPage();
+  page.on('console', (m) => console.log('[page]', m.text()));
+  await page.goto(url);
+  await page.waitForFunction(() => window.fdsrResult || window.fdsrError, null, { timeout: 300000 });
+  const err = await page.evaluate(() => window.fdsrError);
+  if (err) throw new Error('page reported: ' + err);
+  const web = await page.evaluate(() => window.fdsrResult);
+  await page.screenshot({ path: path.join(root, 'smoke.png') });
+  console.log(`browser: ${web.adapter}, ${web.policy}, ratio ${web.ratio.toFixed(4)}, rel L2 ${web.rel_l2.toFixed(5)}`);
+  console.log(`native:  ${native.adapter}, ${native.policy}, ratio ${native.ratio.toFixed(4)}, rel L2 ${native.rel_l2.toFixed(5)}`);
+  const dr = Math.abs(web.ratio - native.ratio) / native.ratio;
+  if (dr > 0.005) fail(`ratio differs by ${(dr * 100).toFixed(3)}% (> 0.5%)`);
+  if (web.decoded.length !== native.decoded.length) fail('decoded lengths differ');
+  // Both decodes approximate the same tensor within the codec's error; their difference is bounded
+  // by the sum of the two errors (relative L2), plus slack for rare one-step rounding differences.
+  let num = 0, den = 0;
+  for (let i = 0; i < web.decoded.length; i++) { const d = web.decoded[i] - native.decoded[i]; num += d * d; den += native.decoded[i] ** 2; }
+  const rel = Math.sqrt(num / den);
+  const bound = web.rel_l2 + native.rel_l2;
+  console.log(`browser vs native decoded: relative L2 difference ${rel.toExponential(3)} (bound ${bound.toExponential(3)})`);
+  if (!(rel <= bound)) fail('decoded tensors differ by more than the error bound');
+} catch (e) {
+  fail(String(e));
+} finally {
+  await browser.close();
+  server.close();
+}
+if (failed) process.exit(1);
+console.log('1 passed, 0 failed');

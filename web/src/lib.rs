@@ -1,0 +1,11 @@
+//! Browser entry points: the smoke run on WebGPU, exported to JavaScript with wasm-bindgen.
+
+use wasm_bindgen::prelude::*;
+
+/// Runs the smoke compression on the browser's GPU; resolves to the result as a JSON string.
+#[wasm_bindgen]
+pub async fn run_smoke(seed: u32) -> Result<String, JsValue> {
+    let ctx = fdsr::GpuContext::new().await.map_err(|e| JsValue::from_str(&e.to_string()))?;
+    let r = fdsr::bench::smoke::run(&ctx, seed).await.map_err(|e| JsValue::from_str(&e.to_string()))?;
+    Ok(r.to_json())
+}
