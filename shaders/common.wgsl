@@ -15,6 +15,56 @@ fn zigzag(z: u32) -> u32 { return tables.zigzag[z >> 2u][z & 3u]; }
 fn tab_t(k: u32) -> f32 { return tables.scale_t[k >> 2u][k & 3u]; }
 fn tab_i(k: u32) -> f32 { return tables.scale_i[k >> 2u][k & 3u]; }
 
+// One 8-wide row of a tile kept in registers (lavapipe turns dynamically indexed function-local
+// arrays into slow scratch memory, so the DCT paths below use only named values).
+struct Row { a: vec4<f32>, b: vec4<f32> }
+struct Tile { r0: Row, r1: Row, r2: Row, r3: Row, r4: Row, r5: Row, r6: Row, r7: Row }
+
+// acc + s * r, component-wise (same rounding as the scalar `acc += s * r[i]`).
+fn madd(acc: Row, s: f32, r: Row) -> Row { return Row(acc.a + s * r.a, acc.b + s * r.b); }
+// Basis row k: B[k][0..8].
+fn brow(k: u32) -> Row { return Row(tables.basis[2u * k], tables.basis[2u * k + 1u]); }
+// Basis column n: B[0..8][n].
+fn bcol(n: u32) -> Row {
+    let i = n >> 2u;
+    let j = n & 3u;
+    return Row(vec4<f32>(tables.basis[i][j], tables.basis[2u + i][j], tables.basis[4u + i][j], tables.basis[6u + i][j]),
+               vec4<f32>(tables.basis[8u + i][j], tables.basis[10u + i][j], tables.basis[12u + i][j], tables.basis[14u + i][j]));
+}
+// sum_n s[n] * v[n] accumulated from 0 in order n = 0..7.
+fn comb(s: Row, v0: Row, v1: Row, v2: Row, v3: Row, v4: Row, v5: Row, v6: Row, v7: Row) -> Row {
+    var acc = Row(vec4<f32>(0.0), vec4<f32>(0.0));
+    acc = madd(acc, s.a.x, v0);
+    acc = madd(acc, s.a.y, v1);
+    acc = madd(acc, s.a.z, v2);
+    acc = madd(acc, s.a.w, v3);
+    acc = madd(acc, s.b.x, v4);
+    acc = madd(acc, s.b.y, v5);
+    acc = madd(acc, s.b.z, v6);
+    acc = madd(acc, s.b.w, v7);
+    return acc;
+}
+// Rows of t, each combined over the basis rows/columns given (one pass of the separable DCT).
+fn pass_rows(t: Tile, v0: Row, v1: Row, v2: Row, v3: Row, v4: Row, v5: Row, v6: Row, v7: Row) -> Tile {
+    return Tile(comb(t.r0, v0, v1, v2, v3, v4, v5, v6, v7), comb(t.r1, v0, v1, v2, v3, v4, v5, v6, v7),
+                comb(t.r2, v0, v1, v2, v3, v4, v5, v6, v7), comb(t.r3, v0, v1, v2, v3, v4, v5, v6, v7),
+                comb(t.r4, v0, v1, v2, v3, v4, v5, v6, v7), comb(t.r5, v0, v1, v2, v3, v4, v5, v6, v7),
+                comb(t.r6, v0, v1, v2, v3, v4, v5, v6, v7), comb(t.r7, v0, v1, v2, v3, v4, v5, v6, v7));
+}
+// Forward DCT of docs/CODEC.md: rows[r][k] = sum_n B[k][n] x[r][n], then
+// X[k][c] = sum_n B[k][n] rows[n][c]; both accumulate from 0 in order n = 0..7.
+fn dct_forward(x: Tile) -> Tile {
+    let t = pass_rows(x, bcol(0u), bcol(1u), bcol(2u), bcol(3u), bcol(4u), bcol(5u), bcol(6u), bcol(7u));
+    return pass_rows(Tile(brow(0u), brow(1u), brow(2u), brow(3u), brow(4u), brow(5u), brow(6u), brow(7u)),
+                     t.r0, t.r1, t.r2, t.r3, t.r4, t.r5, t.r6, t.r7);
+}
+// Inverse: rows[r][n] = sum_k B[k][n] X[r][k], then x[n][c] = sum_k B[k][n] rows[k][c].
+fn dct_inverse(x: Tile) -> Tile {
+    let t = pass_rows(x, brow(0u), brow(1u), brow(2u), brow(3u), brow(4u), brow(5u), brow(6u), brow(7u));
+    return pass_rows(Tile(bcol(0u), bcol(1u), bcol(2u), bcol(3u), bcol(4u), bcol(5u), bcol(6u), bcol(7u)),
+                     t.r0, t.r1, t.r2, t.r3, t.r4, t.r5, t.r6, t.r7);
+}
+
 fn hash32(x_in: u32) -> u32 {
     var x = x_in;
     x ^= x >> 16u;

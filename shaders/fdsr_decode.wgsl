@@ -37,6 +37,36 @@ fn dc_value(pos: ptr<function, u32>, plane: u32) -> f32 {
     return dequant_sym(q, bdc, scale_value(code, p.e0));
 }
 
+fn coef_row(c: ptr<function, array<f32, 64>>, i: u32) -> Row {
+    return Row(vec4<f32>((*c)[i], (*c)[i + 1u], (*c)[i + 2u], (*c)[i + 3u]),
+               vec4<f32>((*c)[i + 4u], (*c)[i + 5u], (*c)[i + 6u], (*c)[i + 7u]));
+}
+
+// Writes row r of a tile to output row y from column x0, cropped to the plane.
+fn store_row(base: u32, y: u32, x0: u32, r: Row) {
+    if (y >= p.h) { return; }
+    let o = base + y * p.w + x0;
+    if (x0 + 8u <= p.w) {
+        output[o] = r.a.x;
+        output[o + 1u] = r.a.y;
+        output[o + 2u] = r.a.z;
+        output[o + 3u] = r.a.w;
+        output[o + 4u] = r.b.x;
+        output[o + 5u] = r.b.y;
+        output[o + 6u] = r.b.z;
+        output[o + 7u] = r.b.w;
+        return;
+    }
+    let n = p.w - x0;
+    output[o] = r.a.x;
+    if (n > 1u) { output[o + 1u] = r.a.y; }
+    if (n > 2u) { output[o + 2u] = r.a.z; }
+    if (n > 3u) { output[o + 3u] = r.a.w; }
+    if (n > 4u) { output[o + 4u] = r.b.x; }
+    if (n > 5u) { output[o + 5u] = r.b.y; }
+    if (n > 6u) { output[o + 6u] = r.b.z; }
+}
+
 @compute @workgroup_size(64)
 fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                 @builtin(local_invocation_index) lid: u32) {
@@ -47,11 +77,13 @@ fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
     let r = t % p.tiles_per_plane;
     let y0 = (r / p.tiles_x) * 8u;
     let x0 = (r % p.tiles_x) * 8u;
-    var px: array<f32, 64>;
+    let zero = Row(vec4<f32>(0.0), vec4<f32>(0.0));
+    var px = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
     if (cls == 1u) {
         var pos = offsets[t];
         let v = dc_value(&pos, plane) * 0.125;
-        for (var i = 0u; i < 64u; i++) { px[i] = v; }
+        let row = Row(vec4<f32>(v), vec4<f32>(v));
+        px = Tile(row, row, row, row, row, row, row, row);
     } else if (cls == 2u) {
         var pos = offsets[t];
         var coef: array<f32, 64>;
@@ -69,31 +101,16 @@ fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
                 coef[zigzag(z)] = dequant_sym(take(&pos, bits), bits, scale);
             }
         }
-        // Inverse: tmp[r][v] = sum_u B[u][r] coef[u][v]; px[r][c] = sum_v tmp[r][v] B[v][c]
-        var tmp: array<f32, 64>;
-        for (var i = 0u; i < 8u; i++) {
-            for (var v = 0u; v < 8u; v++) {
-                var acc = 0.0;
-                for (var u = 0u; u < 8u; u++) { acc += basis(u * 8u + i) * coef[u * 8u + v]; }
-                tmp[i * 8u + v] = acc;
-            }
-        }
-        for (var i = 0u; i < 8u; i++) {
-            for (var c = 0u; c < 8u; c++) {
-                var acc = 0.0;
-                for (var v = 0u; v < 8u; v++) { acc += tmp[i * 8u + v] * basis(v * 8u + c); }
-                px[i * 8u + c] = acc;
-            }
-        }
+        px = dct_inverse(Tile(coef_row(&coef, 0u), coef_row(&coef, 8u), coef_row(&coef, 16u), coef_row(&coef, 24u),
+                              coef_row(&coef, 32u), coef_row(&coef, 40u), coef_row(&coef, 48u), coef_row(&coef, 56u)));
     }
     let base = plane * p.h * p.w;
-    for (var i = 0u; i < 8u; i++) {
-        let y = y0 + i;
-        if (y >= p.h) { break; }
-        for (var j = 0u; j < 8u; j++) {
-            let x = x0 + j;
-            if (x >= p.w) { break; }
-            output[base + y * p.w + x] = px[i * 8u + j];
-        }
-    }
+    store_row(base, y0, x0, px.r0);
+    store_row(base, y0 + 1u, x0, px.r1);
+    store_row(base, y0 + 2u, x0, px.r2);
+    store_row(base, y0 + 3u, x0, px.r3);
+    store_row(base, y0 + 4u, x0, px.r4);
+    store_row(base, y0 + 5u, x0, px.r5);
+    store_row(base, y0 + 6u, x0, px.r6);
+    store_row(base, y0 + 7u, x0, px.r7);
 }

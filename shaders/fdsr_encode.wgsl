@@ -28,6 +28,29 @@ var<workgroup> red: array<f32, 1280>; // WG * STATS
 fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
 fn band_bits(i: u32) -> u32 { return p.bits[i >> 2u][i & 3u]; }
 
+// Row i of the tile at (y0, x0) of the plane at base, edge-replicated.
+fn load_row(base: u32, y0: u32, x0: u32, i: u32) -> Row {
+    let row = base + min(y0 + i, p.h - 1u) * p.w;
+    let wm = p.w - 1u;
+    return Row(vec4<f32>(input[row + min(x0, wm)], input[row + min(x0 + 1u, wm)],
+                         input[row + min(x0 + 2u, wm)], input[row + min(x0 + 3u, wm)]),
+               vec4<f32>(input[row + min(x0 + 4u, wm)], input[row + min(x0 + 5u, wm)],
+                         input[row + min(x0 + 6u, wm)], input[row + min(x0 + 7u, wm)]));
+}
+
+fn row_nonzero(r: Row) -> bool { return any(r.a != vec4<f32>(0.0)) || any(r.b != vec4<f32>(0.0)); }
+
+fn store_row(coef: ptr<function, array<f32, 64>>, i: u32, r: Row) {
+    (*coef)[i] = r.a.x;
+    (*coef)[i + 1u] = r.a.y;
+    (*coef)[i + 2u] = r.a.z;
+    (*coef)[i + 3u] = r.a.w;
+    (*coef)[i + 4u] = r.b.x;
+    (*coef)[i + 5u] = r.b.y;
+    (*coef)[i + 6u] = r.b.z;
+    (*coef)[i + 7u] = r.b.w;
+}
+
 // Loads tile t (edge-replicated) and returns its DCT coefficients in raster order; `nonzero`
 // reports whether any pixel is non-zero.
 fn load_dct(t: u32, coef: ptr<function, array<f32, 64>>) -> bool {
@@ -36,33 +59,20 @@ fn load_dct(t: u32, coef: ptr<function, array<f32, 64>>) -> bool {
     let y0 = (r / p.tiles_x) * 8u;
     let x0 = (r % p.tiles_x) * 8u;
     let base = plane * p.h * p.w;
-    var px: array<f32, 64>;
-    var nz = false;
-    for (var i = 0u; i < 8u; i++) {
-        let row = base + min(y0 + i, p.h - 1u) * p.w;
-        for (var j = 0u; j < 8u; j++) {
-            let v = input[row + min(x0 + j, p.w - 1u)];
-            px[i * 8u + j] = v;
-            nz = nz || (v != 0.0);
-        }
-    }
-    // Rows: tmp[r][v] = sum_c x[r][c] B[v][c]
-    var tmp: array<f32, 64>;
-    for (var i = 0u; i < 8u; i++) {
-        for (var v = 0u; v < 8u; v++) {
-            var acc = 0.0;
-            for (var c = 0u; c < 8u; c++) { acc += px[i * 8u + c] * basis(v * 8u + c); }
-            tmp[i * 8u + v] = acc;
-        }
-    }
-    // Columns: coef[u][v] = sum_r B[u][r] tmp[r][v]
-    for (var u = 0u; u < 8u; u++) {
-        for (var v = 0u; v < 8u; v++) {
-            var acc = 0.0;
-            for (var i = 0u; i < 8u; i++) { acc += basis(u * 8u + i) * tmp[i * 8u + v]; }
-            (*coef)[u * 8u + v] = acc;
-        }
-    }
+    let x = Tile(load_row(base, y0, x0, 0u), load_row(base, y0, x0, 1u), load_row(base, y0, x0, 2u),
+                 load_row(base, y0, x0, 3u), load_row(base, y0, x0, 4u), load_row(base, y0, x0, 5u),
+                 load_row(base, y0, x0, 6u), load_row(base, y0, x0, 7u));
+    let nz = row_nonzero(x.r0) || row_nonzero(x.r1) || row_nonzero(x.r2) || row_nonzero(x.r3) ||
+             row_nonzero(x.r4) || row_nonzero(x.r5) || row_nonzero(x.r6) || row_nonzero(x.r7);
+    let c = dct_forward(x);
+    store_row(coef, 0u, c.r0);
+    store_row(coef, 8u, c.r1);
+    store_row(coef, 16u, c.r2);
+    store_row(coef, 24u, c.r3);
+    store_row(coef, 32u, c.r4);
+    store_row(coef, 40u, c.r5);
+    store_row(coef, 48u, c.r6);
+    store_row(coef, 56u, c.r7);
     return nz;
 }
 
