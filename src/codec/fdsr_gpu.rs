@@ -330,9 +330,37 @@ pub async fn decompress(ctx: &GpuContext, body: &FdsrBody, shape: &[usize]) -> R
         record_scan(ctx, &mut enc, &offsets, ep.tiles, &mut keep)?;
         let binds = [&tables, &pbuf, &cbuf, &dbuf, &offsets, &pay, &output];
         dispatch(ctx, &mut enc, "fdsr_decode", "unpack_tiles", &binds, ep.tiles.div_ceil(WG))?;
+        let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("fdsr output readback"),
+            size: (n as u64 * 4).max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        enc.copy_buffer_to_buffer(&output, 0, &staging, 0, n as u64 * 4);
         submit(ctx, "fdsr decode", enc).await?;
-        let words = read_words(ctx, &output, n).await?;
-        out.extend(words.into_iter().map(f32::from_bits));
+        read_f32_into(ctx, &staging, n, &mut out).await?;
     }
     Ok(out)
+}
+
+/// Appends the first `n` f32 of the mappable `staging` buffer to `out` (one host copy).
+async fn read_f32_into(ctx: &GpuContext, staging: &wgpu::Buffer, n: usize, out: &mut Vec<f32>) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let (tx, rx) = futures_channel::oneshot::channel();
+    staging.slice(..n as u64 * 4).map_async(wgpu::MapMode::Read, move |r| {
+        // The receiver only disappears if the caller dropped the future; nothing to report then.
+        let _ = tx.send(r);
+    });
+    crate::gpu::wait_for_map(&ctx.device)?;
+    rx.await
+        .map_err(|_| FdsrError::Readback("map callback dropped".into()))?
+        .map_err(|e| FdsrError::Readback(e.to_string()))?;
+    {
+        let view = staging.slice(..n as u64 * 4).get_mapped_range().map_err(|e| FdsrError::Readback(e.to_string()))?;
+        out.extend_from_slice(bytemuck::cast_slice(&view));
+    }
+    staging.unmap();
+    Ok(())
 }
