@@ -21,7 +21,7 @@ if ! grep -qx 'wasm32-unknown-unknown' <<<"$(rustup target list --installed 2>/d
   echo "the wasm32 target is missing: run 'rustup target add wasm32-unknown-unknown'" >&2
   exit 1
 fi
-cargo clippy --target wasm32-unknown-unknown -p fdsr --lib -- -D warnings
+cargo clippy --target wasm32-unknown-unknown -p fdsr -p fdsr-web --lib -- -D warnings
 
 section "cargo test --workspace (REQUIRE_GPU=${REQUIRE_GPU:-0}; includes naga validation of every shader)"
 cargo test --workspace
