@@ -105,7 +105,9 @@ async fn pick_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter> {
         let adapters = instance.enumerate_adapters(backends).await;
         let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
         return adapters.into_iter().find(|a| a.get_info().name.to_lowercase().contains(&wanted)).ok_or_else(|| {
-            FdsrError::NoAdapter { detail: format!(" named like '{name}' (WGPU_ADAPTER_NAME; adapters present: {names:?})") }
+            FdsrError::NoAdapter {
+                detail: format!(" named like '{name}' (WGPU_ADAPTER_NAME; adapters present: {names:?})"),
+            }
         });
     }
     instance

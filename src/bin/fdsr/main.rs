@@ -171,7 +171,9 @@ fn main() -> ExitCode {
         Cmd::Decompress { input, output } => decompress_cmd(input, output),
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
-        Cmd::Data(DataCmd::Fetch { dir }) => fdsr::data::fashion::fetch(dir).map(|r| println!("{}: {r}", dir.display())),
+        Cmd::Data(DataCmd::Fetch { dir }) => {
+            fdsr::data::fashion::fetch(dir).map(|r| println!("{}: {r}", dir.display()))
+        }
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
