@@ -1,0 +1,34 @@
+//! Every `#[repr(C)]` parameter struct has exactly the size of its WGSL twin (naga's layouter),
+//! and the buffer pool's accounting adds up.
+
+use fdsr::codec::{division_gpu, fdsr_gpu, scan, tables, uniform_gpu};
+use std::mem::size_of;
+
+fn wgsl_struct_size(shader: &str, name: &str) -> u32 {
+    let src = fdsr::shaders::source(shader).expect("registered shader");
+    let module = naga::front::wgsl::parse_str(&src).expect("parses");
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).expect("layout");
+    let (handle, _) = module
+        .types
+        .iter()
+        .find(|(_, t)| t.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("struct {name} not in shader {shader}"));
+    layouter[handle].size
+}
+
+#[test]
+fn rust_param_structs_match_wgsl() {
+    let cases: [(&str, &str, usize); 7] = [
+        ("fdsr_encode", "FdsrParams", size_of::<fdsr_gpu::EncodeParams>()),
+        ("fdsr_decode", "DecodeParams", size_of::<fdsr_gpu::DecodeParams>()),
+        ("scan", "ScanParams", size_of::<scan::ScanParams>()),
+        ("fdsr_encode", "Tables", size_of::<tables::Tables>()),
+        ("uniform", "UniformParams", size_of::<uniform_gpu::UniformParams>()),
+        ("division", "DivisionParams", size_of::<division_gpu::DivisionParams>()),
+        ("copy", "CopyParams", size_of::<[u32; 4]>()),
+    ];
+    for (shader, name, rust) in cases {
+        assert_eq!(wgsl_struct_size(shader, name) as usize, rust, "{shader}::{name} vs its Rust mirror");
+    }
+}
