@@ -193,10 +193,12 @@ async fn analyze(
         let classes = storage_zeroed(ctx, "fdsr classes", u64::from(tiles) * 4);
         let dcmax = storage_zeroed(ctx, "fdsr plane dc max", count as u64 * 8);
         let partials = storage_zeroed(ctx, "fdsr partials", u64::from(groups) * STATS as u64 * 4);
+        let tile_stats = storage_zeroed(ctx, "fdsr tile stats", u64::from(tiles) * STATS as u64 * 4);
         let (offsets, payload) = (storage_zeroed(ctx, "unused", 4), storage_zeroed(ctx, "unused", 4));
         let mut enc = ctx.device.create_command_encoder(&Default::default());
-        let binds = [tables, &pbuf, &chunk, &classes, &dcmax, &partials, &offsets, &payload];
+        let binds = [tables, &pbuf, &chunk, &classes, &dcmax, &partials, &offsets, &payload, &tile_stats];
         dispatch(ctx, &mut enc, "fdsr_encode", "analyze_tiles", &binds, groups)?;
+        dispatch(ctx, &mut enc, "fdsr_encode", "reduce_stats", &binds, (groups * STATS as u32).div_ceil(WG))?;
         submit(ctx, "fdsr analyze", enc).await?;
         let part: Vec<f32> = bytemuck::cast_slice(&read_words(ctx, &partials, groups as usize * STATS).await?).to_vec();
         let mut counts = [0u64; 3];
@@ -268,7 +270,7 @@ pub async fn compress(
         enc.copy_buffer_to_buffer(classes, 0, &offsets, 0, u64::from(tiles) * 4);
         record_class_sizes(ctx, &mut enc, &offsets, tiles, class_bits, &mut keep)?;
         record_scan(ctx, &mut enc, &offsets, tiles, &mut keep)?;
-        let binds = [&tables, &pbuf, &chunk, classes, &dcbuf, &unused, &offsets, &pay];
+        let binds = [&tables, &pbuf, &chunk, classes, &dcbuf, &unused, &offsets, &pay, &unused];
         dispatch(ctx, &mut enc, "fdsr_encode", "pack_tiles", &binds, tiles.div_ceil(WG))?;
         submit(ctx, "fdsr pack", enc).await?;
         let cls = read_words(ctx, classes, tiles as usize).await?;
