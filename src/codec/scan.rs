@@ -49,7 +49,7 @@ pub fn record_scan(
     let blocks = n.div_ceil(256);
     let params = uniform(ctx, "scan", &ScanParams { n, _pad: [0; 3], class_bits: [0; 4] });
     let sums = storage_zeroed(ctx, "scan sums", u64::from(blocks) * 4);
-    dispatch(ctx, enc, "scan", "scan_blocks", &[&params, data, &sums], blocks)?;
+    dispatch(ctx, enc, "scan", "scan_blocks", &[&params, data, &sums], blocks.div_ceil(64))?;
     if blocks > 1 {
         record_scan(ctx, enc, &sums, blocks, keep)?;
         dispatch(ctx, enc, "scan", "add_offsets", &[&params, data, &sums], blocks)?;
