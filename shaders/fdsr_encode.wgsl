@@ -406,6 +406,8 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     load_dct(t, &coef);
     let stochastic = p.stochastic != 0u;
     let gt = p.tile_base + t;
+    // rng24(seed, stream, i) = hash32(key ^ i) >> 8 with the per-tensor part hashed once.
+    let key = hash32(hash32(p.seed ^ 0x9e3779b9u) ^ p.stream);
     let start = offsets[t];
     var wr = Writer(start >> 5u, 0u, start & 31u);
     let bdc = band_bits(0u);
@@ -414,7 +416,7 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     } else {
         let dcode = encode_scale(bitcast<f32>(atomicLoad(&plane_dcmax[t / p.tiles_per_plane])), p.e0);
         let inv = select(inv_scale(dcode, p.e0), 0.0, dcode == 0u);
-        put(&wr, quantize_sym(coef[0], inv, bdc, rng24(p.seed, p.stream, gt * 64u), stochastic), bdc);
+        put(&wr, quantize_sym(coef[0], inv, bdc, hash32(key ^ (gt * 64u)) >> 8u, stochastic), bdc);
     }
     if (cls == 2u) {
         for (var b = 1u; b < p.nbands; b++) {
@@ -430,7 +432,7 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
             put(&wr, code, 8u);
             let inv = select(inv_scale(code, p.e0), 0.0, code == 0u);
             for (var z = edge(b); z < edge(b + 1u); z++) {
-                let r = rng24(p.seed, p.stream, gt * 64u + z);
+                let r = hash32(key ^ (gt * 64u + z)) >> 8u;
                 put(&wr, quantize_sym(coef[zigzag(z)], inv, bits, r, stochastic), bits);
             }
         }
