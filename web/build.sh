@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 profile="${WEB_PROFILE:-release}"
 cargo build -p fdsr-web --lib --target wasm32-unknown-unknown --profile "$profile"
 dir="$profile"; [ "$profile" = dev ] && dir=debug
-wasm-bindgen --target web --out-dir web/pkg "target/wasm32-unknown-unknown/$dir/fdsr_web.wasm"
+wasm-bindgen --target web --out-dir web/pkg "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/fdsr_web.wasm"
 echo "built web/pkg ($(du -sh web/pkg | cut -f1))"

@@ -264,13 +264,14 @@ pub async fn compress(
         let offsets = storage_zeroed(ctx, "fdsr offsets", u64::from(tiles) * 4);
         let words = total_bits.div_ceil(32).max(1);
         let pay = storage_zeroed(ctx, "fdsr payload", words * 4);
-        let unused = storage_zeroed(ctx, "unused", 4);
+        // WebGPU forbids one buffer in two writable bindings: a dummy per unused writable slot.
+        let (unused_partials, unused_stats) = (storage_zeroed(ctx, "unused", 4), storage_zeroed(ctx, "unused", 4));
         let mut keep: Keep = Vec::new();
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(classes, 0, &offsets, 0, u64::from(tiles) * 4);
         record_class_sizes(ctx, &mut enc, &offsets, tiles, class_bits, &mut keep)?;
         record_scan(ctx, &mut enc, &offsets, tiles, &mut keep)?;
-        let binds = [&tables, &pbuf, &chunk, classes, &dcbuf, &unused, &offsets, &pay, &unused];
+        let binds = [&tables, &pbuf, &chunk, classes, &dcbuf, &unused_partials, &offsets, &pay, &unused_stats];
         dispatch(ctx, &mut enc, "fdsr_encode", "pack_tiles", &binds, tiles.div_ceil(WG))?;
         submit(ctx, "fdsr pack", enc).await?;
         let cls = read_words(ctx, classes, tiles as usize).await?;
