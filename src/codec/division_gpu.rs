@@ -10,7 +10,7 @@ use super::uniform_gpu::{check_input_size, e0_from_gmax, finite_output, slice_in
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::{dispatch, storage_init, storage_zeroed, submit, uniform};
 use crate::gpu::{read_words, GpuContext};
-use crate::reference::{checked_shape, division as reference, uniform::finite_bf16};
+use crate::reference::{checked_shape, division as reference};
 
 const WG: u32 = 256;
 const BITS: usize = reference::RESIDUAL_BITS as usize;
@@ -182,36 +182,11 @@ pub async fn compress(
     Ok(body)
 }
 
-/// Checks a body against `shape` exactly as the reference decoder does.
-fn validate(body: &DivisionBody, shape: &[usize]) -> Result<()> {
-    let (blocks, planes, words) = reference::lengths(shape).map_err(FdsrError::Corrupt)?;
-    let d = body;
-    if d.means.len() != blocks || d.mins.len() != planes || d.range_codes.len() != planes || d.payload.len() != words {
-        return Err(FdsrError::Corrupt(format!(
-            "division body holds {} means, {} mins, {} ranges, {} words where the shape needs {blocks}, {planes}, {planes}, {words}",
-            d.means.len(),
-            d.mins.len(),
-            d.range_codes.len(),
-            d.payload.len()
-        )));
-    }
-    if !(crate::reference::quant::E0_MIN..=crate::reference::quant::E0_MAX).contains(&d.e0) {
-        return Err(FdsrError::Corrupt(format!("base exponent {} is out of range", d.e0)));
-    }
-    for (i, &m) in d.means.iter().enumerate() {
-        finite_bf16(m, "block mean", i)?;
-    }
-    for (i, &m) in d.mins.iter().enumerate() {
-        finite_bf16(m, "plane minimum", i)?;
-    }
-    Ok(())
-}
-
 /// Decompresses a `division` body of rank-4 `shape` to f32 values in NCHW order.
 pub async fn decompress(ctx: &GpuContext, body: &DivisionBody, shape: &[usize]) -> Result<Vec<f32>> {
     let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
     checked_shape(&dims).map_err(FdsrError::Corrupt)?;
-    validate(body, shape)?;
+    reference::validate(body, shape)?;
     let g = Geometry::new(ctx, shape)?;
     let tables = Tables::buffer(ctx);
     let unused: Vec<wgpu::Buffer> = (0..3).map(|_| storage_zeroed(ctx, "unused", 4)).collect();

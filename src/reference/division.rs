@@ -77,8 +77,9 @@ pub fn encode(x: &[f32], shape: &[usize], opts: &CodecOptions) -> Result<Divisio
     Ok(DivisionBody { e0, means, mins, range_codes, payload: w.finish() })
 }
 
-/// Decodes a `division` body of 4-D `shape`, validating every length and stored float.
-pub fn decode(d: &DivisionBody, shape: &[usize]) -> Result<Vec<f32>> {
+/// Checks a `division` body against `shape`: every length, the base exponent, and that every
+/// stored bf16 mean and minimum is finite. Returns the number of planes.
+pub fn validate(d: &DivisionBody, shape: &[usize]) -> Result<usize> {
     let (blocks, planes, words) = lengths(shape).map_err(FdsrError::Corrupt)?;
     if d.means.len() != blocks || d.mins.len() != planes || d.range_codes.len() != planes || d.payload.len() != words {
         return Err(FdsrError::Corrupt(format!(
@@ -95,6 +96,15 @@ pub fn decode(d: &DivisionBody, shape: &[usize]) -> Result<Vec<f32>> {
     for (i, &m) in d.means.iter().enumerate() {
         finite_bf16(m, "block mean", i)?;
     }
+    for (i, &m) in d.mins.iter().enumerate() {
+        finite_bf16(m, "plane minimum", i)?;
+    }
+    Ok(planes)
+}
+
+/// Decodes a `division` body of 4-D `shape`, validating every length and stored float.
+pub fn decode(d: &DivisionBody, shape: &[usize]) -> Result<Vec<f32>> {
+    let planes = validate(d, shape)?;
     let g = Geometry::from_shape(shape).map_err(FdsrError::Corrupt)?;
     let plane_len = g.h * g.w;
     let mut r = BitReader::new(&d.payload);
