@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod codec;
 pub mod data;
+pub mod engine;
 pub mod error;
 pub mod gpu;
 pub mod io;

@@ -28,6 +28,7 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), true, "uurrrrw"),
     shader("uniform", include_str!("../shaders/uniform.wgsl"), true, "uurwwwww"),
     shader("division", include_str!("../shaders/division.wgsl"), true, "uurwwwwww"),
+    shader("gemm", include_str!("../shaders/gemm.wgsl"), false, "urrrw"),
 ];
 
 /// Names of every registered shader.

@@ -1,6 +1,6 @@
 //! `GpuContext`: adapter choice (honoring `WGPU_BACKEND` / `WGPU_ADAPTER_NAME`), device, limits.
 
-use super::{BufferPool, PipelineCache};
+use super::{BufferPool, PipelineCache, Profiler};
 use crate::error::{FdsrError, Result};
 
 /// Options for creating a context.
@@ -24,6 +24,8 @@ pub struct GpuContext {
     pub pipelines: PipelineCache,
     /// Pooled buffers with byte accounting by category.
     pub pool: BufferPool,
+    /// Optional timing of every compute pass (off unless enabled).
+    pub profiler: Profiler,
     max_binding: u64,
 }
 
@@ -64,6 +66,7 @@ impl GpuContext {
             limits,
             pipelines: PipelineCache::default(),
             pool: BufferPool::default(),
+            profiler: Profiler::default(),
             max_binding,
         })
     }

@@ -28,6 +28,19 @@ pub fn dispatch(
     buffers: &[&wgpu::Buffer],
     groups: u32,
 ) -> Result<()> {
+    let (x, y) = grid(groups);
+    dispatch_grid(ctx, enc, shader, entry, buffers, [x, y, 1])
+}
+
+/// Records one dispatch of `entry` of `shader` over an explicit `[x, y, z]` grid of workgroups.
+pub fn dispatch_grid(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    shader: &'static str,
+    entry: &'static str,
+    buffers: &[&wgpu::Buffer],
+    [x, y, z]: [u32; 3],
+) -> Result<()> {
     let pipeline = ctx.pipelines.get(&ctx.device, shader, entry)?;
     let entries: Vec<wgpu::BindGroupEntry> = buffers
         .iter()
@@ -39,11 +52,16 @@ pub fn dispatch(
         layout: &pipeline.get_bind_group_layout(0),
         entries: &entries,
     });
-    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(entry), timestamp_writes: None });
+    let slot = ctx.profiler.next_slot(entry);
+    let timestamp_writes = slot.as_ref().map(|(set, i)| wgpu::ComputePassTimestampWrites {
+        query_set: set,
+        beginning_of_pass_write_index: Some(*i),
+        end_of_pass_write_index: Some(*i + 1),
+    });
+    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(entry), timestamp_writes });
     pass.set_pipeline(&pipeline);
     pass.set_bind_group(0, &bind, &[]);
-    let (x, y) = grid(groups);
-    pass.dispatch_workgroups(x, y, 1);
+    pass.dispatch_workgroups(x, y, z);
     Ok(())
 }
 

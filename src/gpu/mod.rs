@@ -4,6 +4,7 @@ mod context;
 pub mod kernel;
 mod pipelines;
 mod pool;
+mod profiler;
 mod readback;
 pub(crate) use wait::wait_for_map;
 #[cfg(not(target_arch = "wasm32"))]
@@ -16,4 +17,5 @@ mod wait;
 pub use context::{ContextOptions, GpuContext};
 pub use pipelines::PipelineCache;
 pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES};
+pub use profiler::{Profiler, Timings};
 pub use readback::{read_buffer, read_words};

@@ -1,0 +1,101 @@
+//! GPU tensors of the engine: a pooled f32 buffer, its shape and its memory category.
+
+use std::sync::Arc;
+
+use crate::error::{FdsrError, Result};
+use crate::gpu::{read_buffer, Category, GpuContext, PooledBuffer};
+
+/// Usage of every engine buffer: bindable as storage, copyable both ways.
+pub const USAGE: wgpu::BufferUsages =
+    wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
+
+/// An f32 tensor on the device (row-major; rank 4 is NCHW). Cloning shares the buffer.
+///
+/// Buffers come from the context's pool and are **not** cleared: a kernel writing a new tensor
+/// must write every element, or the tensor must come from [`Tensor::zeros`].
+#[derive(Clone)]
+pub struct Tensor {
+    buf: Arc<PooledBuffer>,
+    shape: Vec<usize>,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor{:?}", self.shape)
+    }
+}
+
+/// Number of values of `shape`.
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+impl Tensor {
+    /// A tensor of `shape` whose contents are undefined until a kernel writes them.
+    pub fn uninit(ctx: &GpuContext, shape: &[usize], category: Category) -> Tensor {
+        let bytes = (numel(shape) as u64 * 4).max(4);
+        Tensor { buf: Arc::new(ctx.pool.get(&ctx.device, category, bytes, USAGE)), shape: shape.to_vec() }
+    }
+
+    /// A tensor of zeros; the clear is recorded into `enc`.
+    pub fn zeros(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, shape: &[usize], category: Category) -> Tensor {
+        let t = Tensor::uninit(ctx, shape, category);
+        enc.clear_buffer(t.buffer(), 0, None);
+        t
+    }
+
+    /// A tensor holding `data`, uploaded before the next submitted work.
+    pub fn from_slice(ctx: &GpuContext, data: &[f32], shape: &[usize], category: Category) -> Result<Tensor> {
+        if numel(shape) != data.len() {
+            return Err(FdsrError::InvalidTensor(format!("shape {shape:?} does not hold {} values", data.len())));
+        }
+        let t = Tensor::uninit(ctx, shape, category);
+        if !data.is_empty() {
+            ctx.queue.write_buffer(t.buffer(), 0, bytemuck::cast_slice(data));
+        }
+        Ok(t)
+    }
+
+    /// Overwrites the contents with `data` (same length), before the next submitted work.
+    pub fn write(&self, ctx: &GpuContext, data: &[f32]) -> Result<()> {
+        if data.len() != self.numel() {
+            return Err(FdsrError::InvalidTensor(format!(
+                "{} values cannot overwrite a tensor of shape {:?}",
+                data.len(),
+                self.shape
+            )));
+        }
+        ctx.queue.write_buffer(self.buffer(), 0, bytemuck::cast_slice(data));
+        Ok(())
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Number of values.
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// The device buffer (it may be larger than the tensor).
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buf
+    }
+
+    /// The same data seen with another shape of as many values.
+    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+        if numel(shape) != self.numel() {
+            return Err(FdsrError::InvalidTensor(format!("cannot reshape {:?} to {shape:?}", self.shape)));
+        }
+        Ok(Tensor { buf: self.buf.clone(), shape: shape.to_vec() })
+    }
+
+    /// Reads the values back (submits nothing itself: work recorded in an unsubmitted encoder is not
+    /// seen).
+    pub async fn to_vec(&self, ctx: &GpuContext) -> Result<Vec<f32>> {
+        let bytes = read_buffer(ctx, self.buffer(), 0, self.numel() as u64 * 4).await?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+}

@@ -1,0 +1,146 @@
+//! conv2d and linear on the GPU against the reference (`fdsr::reference::conv`) on random inputs,
+//! and the reference's gradients against finite differences.
+
+mod common;
+
+use fdsr::data::synthetic::SplitMix64;
+use fdsr::engine::gemm::{self, ConvGeom};
+use fdsr::engine::Tensor;
+use fdsr::gpu::Category;
+use fdsr::reference::conv as r;
+use fdsr::GpuContext;
+
+fn rand(n: usize, seed: u64) -> Vec<f32> {
+    let mut g = SplitMix64::new(seed);
+    (0..n).map(|_| g.range(-1.0, 1.0)).collect()
+}
+
+fn up(ctx: &GpuContext, v: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(ctx, v, shape, Category::Workspace).unwrap()
+}
+
+/// Asserts `got ≈ want` within `tol · (1 + |want|)` element by element.
+fn close(got: &[f32], want: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: gpu {g} vs reference {w}");
+    }
+}
+
+fn read(ctx: &GpuContext, t: &Tensor) -> Vec<f32> {
+    pollster::block_on(t.to_vec(ctx)).unwrap()
+}
+
+const GEOMS: [ConvGeom; 6] = [
+    ConvGeom { batch: 2, cin: 3, h: 9, w: 7, cout: 5, ksize: 3, stride: 1, pad: 1 },
+    ConvGeom { batch: 3, cin: 4, h: 10, w: 10, cout: 70, ksize: 3, stride: 2, pad: 1 },
+    ConvGeom { batch: 2, cin: 6, h: 8, w: 8, cout: 3, ksize: 1, stride: 2, pad: 0 },
+    ConvGeom { batch: 1, cin: 1, h: 32, w: 32, cout: 8, ksize: 3, stride: 1, pad: 1 },
+    ConvGeom { batch: 5, cin: 2, h: 31, w: 29, cout: 4, ksize: 3, stride: 1, pad: 1 },
+    ConvGeom { batch: 2, cin: 17, h: 5, w: 6, cout: 9, ksize: 3, stride: 1, pad: 0 },
+];
+
+#[test]
+fn conv2d_matches_reference() {
+    let Some(ctx) = common::gpu() else { return };
+    for (i, g) in GEOMS.iter().enumerate() {
+        let seed = i as u64 * 10;
+        let xs = [g.batch, g.cin, g.h, g.w];
+        let x = rand(xs.iter().product(), seed);
+        let w = rand(g.weight_shape().iter().product(), seed + 1);
+        let bias = rand(g.cout, seed + 2);
+        let dy = rand(g.out_shape().iter().product(), seed + 3);
+        let (xt, wt, bt, dyt) = (
+            up(&ctx, &x, &xs),
+            up(&ctx, &w, &g.weight_shape()),
+            up(&ctx, &bias, &[g.cout]),
+            up(&ctx, &dy, &g.out_shape()),
+        );
+        let dwt = Tensor::uninit(&ctx, &g.weight_shape(), Category::Gradients);
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let y = gemm::conv2d_forward(&ctx, &mut enc, &xt, &wt, Some(&bt), g.stride, g.pad).unwrap();
+        let dx = gemm::conv2d_backward_data(&ctx, &mut enc, g, &dyt, &wt).unwrap();
+        gemm::conv2d_backward_weight(&ctx, &mut enc, g, &dyt, &xt, &dwt).unwrap();
+        ctx.queue.submit([enc.finish()]);
+        assert_eq!(y.shape(), g.out_shape());
+        close(&read(&ctx, &y), &r::conv2d_forward(g, &x, &w, Some(&bias)), 1e-4, &format!("{g:?} y"));
+        close(&read(&ctx, &dx), &r::conv2d_backward_data(g, &dy, &w), 1e-4, &format!("{g:?} dx"));
+        close(&read(&ctx, &dwt), &r::conv2d_backward_weight(g, &dy, &x), 1e-3, &format!("{g:?} dw"));
+    }
+}
+
+#[test]
+fn linear_matches_reference_with_split_k() {
+    let Some(ctx) = common::gpu() else { return };
+    // 4500 rows: the weight and bias gradients split K over the grid.
+    for (rows, inner, cols) in [(7, 13, 10), (130, 128, 70), (4500, 5, 3)] {
+        let x = rand(rows * inner, rows as u64);
+        let w = rand(cols * inner, 1 + rows as u64);
+        let b = rand(cols, 2 + rows as u64);
+        let dy = rand(rows * cols, 3 + rows as u64);
+        let (xt, wt, bt, dyt) = (
+            up(&ctx, &x, &[rows, inner]),
+            up(&ctx, &w, &[cols, inner]),
+            up(&ctx, &b, &[cols]),
+            up(&ctx, &dy, &[rows, cols]),
+        );
+        let ones = up(&ctx, &vec![1.0; rows], &[rows]);
+        let (dwt, dbt) = (
+            Tensor::uninit(&ctx, &[cols, inner], Category::Gradients),
+            Tensor::uninit(&ctx, &[cols], Category::Gradients),
+        );
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let y = gemm::linear_forward(&ctx, &mut enc, &xt, &wt, Some(&bt)).unwrap();
+        let dx = gemm::linear_backward_data(&ctx, &mut enc, &dyt, &wt).unwrap();
+        gemm::linear_backward_weight(&ctx, &mut enc, &dyt, &xt, &dwt).unwrap();
+        gemm::column_sums(&ctx, &mut enc, &dyt, &ones, &dbt).unwrap();
+        ctx.queue.submit([enc.finish()]);
+        let (rdx, rdw, rdb) = r::linear_backward(&dy, &x, &w, rows, inner, cols);
+        close(&read(&ctx, &y), &r::linear_forward(&x, &w, Some(&b), rows, inner, cols), 1e-4, "y");
+        close(&read(&ctx, &dx), &rdx, 1e-4, "dx");
+        close(&read(&ctx, &dwt), &rdw, 1e-3, "dw");
+        close(&read(&ctx, &dbt), &rdb, 1e-3, "db");
+    }
+}
+
+#[test]
+fn shape_errors_are_reported() {
+    let Some(ctx) = common::gpu() else { return };
+    let x = up(&ctx, &[0.5; 2 * 3 * 4 * 4], &[2, 3, 4, 4]);
+    let w = up(&ctx, &[0.5; 5 * 2 * 9], &[5, 2, 3, 3]);
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let e = gemm::conv2d_forward(&ctx, &mut enc, &x, &w, None, 1, 1).unwrap_err();
+    assert!(e.to_string().contains("[5, 2, 3, 3]"), "{e}");
+    let e = gemm::linear_forward(&ctx, &mut enc, &x, &w, None).unwrap_err();
+    assert!(e.to_string().contains("rank-2"), "{e}");
+}
+
+/// Finite differences of `L = Σ y·r` on the reference: its gradients are what the GPU is held to.
+#[test]
+fn reference_conv_gradients_match_finite_differences() {
+    let g = ConvGeom { batch: 2, cin: 2, h: 5, w: 4, cout: 3, ksize: 3, stride: 2, pad: 1 };
+    let xs: usize = g.batch * g.cin * g.h * g.w;
+    let x = rand(xs, 1);
+    let w = rand(g.weight_shape().iter().product(), 2);
+    let rw = rand(g.out_shape().iter().product(), 3);
+    let loss = |x: &[f32], w: &[f32]| -> f64 {
+        r::conv2d_forward(&g, x, w, None).iter().zip(&rw).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum()
+    };
+    let dx = r::conv2d_backward_data(&g, &rw, &w);
+    let dw = r::conv2d_backward_weight(&g, &rw, &x);
+    let eps = 1e-2f32;
+    for i in (0..xs).step_by(7) {
+        let (mut xp, mut xm) = (x.clone(), x.clone());
+        xp[i] += eps;
+        xm[i] -= eps;
+        let fd = (loss(&xp, &w) - loss(&xm, &w)) / (2.0 * f64::from(eps));
+        assert!((fd - f64::from(dx[i])).abs() < 1e-3, "dx[{i}]: fd {fd} vs {}", dx[i]);
+    }
+    for i in 0..w.len() {
+        let (mut wp, mut wm) = (w.clone(), w.clone());
+        wp[i] += eps;
+        wm[i] -= eps;
+        let fd = (loss(&x, &wp) - loss(&x, &wm)) / (2.0 * f64::from(eps));
+        assert!((fd - f64::from(dw[i])).abs() < 1e-3, "dw[{i}]: fd {fd} vs {}", dw[i]);
+    }
+}
