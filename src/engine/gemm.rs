@@ -6,7 +6,10 @@ use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::{dispatch, dispatch_grid, uniform};
 use crate::gpu::{Category, GpuContext};
 
-const TILE: usize = 64;
+/// Rows of C per workgroup.
+const TM: usize = 16;
+/// Columns of C per workgroup (one per invocation).
+const TN: usize = 64;
 /// Largest K one workgroup walks before the weight gradient splits K over the grid's z.
 const SPLIT_K: usize = 4096;
 
@@ -162,7 +165,7 @@ fn run(
     out: &Tensor,
 ) -> Result<()> {
     too_big(&p)?;
-    let grid_xy = [(p.n as usize).div_ceil(TILE) as u32, (p.m as usize).div_ceil(TILE) as u32];
+    let grid_xy = [(p.n as usize).div_ceil(TN) as u32, (p.m as usize).div_ceil(TM) as u32];
     if grid_xy.iter().any(|&g| g > crate::gpu::kernel::MAX_GROUPS_PER_DIM) {
         return Err(FdsrError::InvalidTensor(format!("matrix product {}x{} has too many tiles", p.m, p.n)));
     }
