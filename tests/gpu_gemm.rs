@@ -84,7 +84,7 @@ fn linear_matches_reference_with_split_k() {
             up(&ctx, &b, &[cols]),
             up(&ctx, &dy, &[rows, cols]),
         );
-        let ones = up(&ctx, &vec![1.0; rows], &[rows]);
+        let ones = fdsr::gpu::kernel::storage_init(&ctx, "ones", bytemuck::cast_slice(&vec![1.0f32; rows]));
         let (dwt, dbt) = (
             Tensor::uninit(&ctx, &[cols, inner], Category::Gradients),
             Tensor::uninit(&ctx, &[cols], Category::Gradients),
@@ -93,7 +93,7 @@ fn linear_matches_reference_with_split_k() {
         let y = gemm::linear_forward(&ctx, &mut enc, &xt, &wt, Some(&bt)).unwrap();
         let dx = gemm::linear_backward_data(&ctx, &mut enc, &dyt, &wt).unwrap();
         gemm::linear_backward_weight(&ctx, &mut enc, &dyt, &xt, &dwt).unwrap();
-        gemm::column_sums(&ctx, &mut enc, &dyt, &ones, &dbt).unwrap();
+        gemm::column_sums(&ctx, &mut enc, &dyt, (&ones, rows), &dbt).unwrap();
         ctx.queue.submit([enc.finish()]);
         let (rdx, rdw, rdb) = r::linear_backward(&dy, &x, &w, rows, inner, cols);
         close(&read(&ctx, &y), &r::linear_forward(&x, &w, Some(&b), rows, inner, cols), 1e-4, "y");

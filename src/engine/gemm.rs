@@ -298,8 +298,8 @@ pub fn column_sums(
         return Err(FdsrError::InvalidTensor(format!("column sums of a rank-{} tensor", dy.shape().len())));
     };
     check_len(db, cols, "bias gradient")?;
-    if ones.numel() < rows {
-        return Err(FdsrError::InvalidTensor(format!("{} ones for {rows} rows", ones.numel())));
+    if ones_len < rows {
+        return Err(FdsrError::InvalidTensor(format!("{ones_len} ones for {rows} rows")));
     }
     let splits = rows.div_ceil(SPLIT_K) as u32;
     let p = GemmParams {
@@ -313,7 +313,7 @@ pub fn column_sums(
         splits,
         ..Default::default()
     };
-    run(ctx, enc, "matmul_strided", p, ones.buffer(), dy.buffer(), None, db)
+    run(ctx, enc, "matmul_strided", p, ones, dy.buffer(), None, db)
 }
 
 /// Conv2d forward: `x [b, cin, h, w]` with `w [cout, cin, k, k]` (+ `bias [cout]`) → `y`.

@@ -1,7 +1,18 @@
 //! The training engine: GPU tensors, ops with their forward and backward, models, optimizers
 //! and the trainer. Saved activations go through one store, where compression plugs in.
 
+pub mod batch;
+pub mod blocks;
 pub mod gemm;
+pub mod layers;
+pub mod model;
+pub mod ops;
+pub mod optim;
+pub mod param;
+pub mod saved;
 pub mod tensor;
+pub mod trainer;
 
+pub use model::{Model, ModelName};
 pub use tensor::Tensor;
+pub use trainer::{Metrics, TrainConfig, Trainer};

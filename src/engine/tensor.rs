@@ -84,6 +84,11 @@ impl Tensor {
         &self.buf
     }
 
+    /// Counts the tensor's buffer in `category` from now on (shared by every clone).
+    pub fn set_category(&self, category: Category) {
+        self.buf.set_category(category);
+    }
+
     /// The same data seen with another shape of as many values.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
         if numel(shape) != self.numel() {

@@ -33,6 +33,34 @@ pub struct MemoryReport {
     pub peak_total: u64,
 }
 
+impl MemoryReport {
+    fn add(&mut self, category: Category, size: u64) {
+        let live = self.live.entry(category).or_default();
+        *live += size;
+        let live_now = *live;
+        let peak = self.peak.entry(category).or_default();
+        *peak = (*peak).max(live_now);
+        let total: u64 = self.live.values().sum();
+        self.peak_total = self.peak_total.max(total);
+    }
+
+    fn sub(&mut self, category: Category, size: u64) {
+        if let Some(live) = self.live.get_mut(&category) {
+            *live = live.saturating_sub(size);
+        }
+    }
+
+    /// Live bytes of `category`.
+    pub fn live_of(&self, category: Category) -> u64 {
+        self.live.get(&category).copied().unwrap_or(0)
+    }
+
+    /// Peak bytes of `category`.
+    pub fn peak_of(&self, category: Category) -> u64 {
+        self.peak.get(&category).copied().unwrap_or(0)
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     report: MemoryReport,
@@ -48,7 +76,7 @@ pub struct BufferPool {
 /// A buffer on loan from the pool; returned (and its bytes released) on drop.
 pub struct PooledBuffer {
     buffer: Option<wgpu::Buffer>,
-    category: Category,
+    category: Mutex<Category>,
     pool: BufferPool,
 }
 
@@ -79,16 +107,9 @@ impl BufferPool {
                 mapped_at_creation: false,
             })
         });
-        let r = &mut inner.report;
-        let live = r.live.entry(category).or_default();
-        *live += size;
-        let live_now = *live;
-        let peak = r.peak.entry(category).or_default();
-        *peak = (*peak).max(live_now);
-        let total: u64 = r.live.values().sum();
-        r.peak_total = r.peak_total.max(total);
+        inner.report.add(category, size);
         drop(inner);
-        PooledBuffer { buffer: Some(buffer), category, pool: self.clone() }
+        PooledBuffer { buffer: Some(buffer), category: Mutex::new(category), pool: self.clone() }
     }
 
     /// The current accounting.
@@ -110,13 +131,29 @@ impl BufferPool {
     }
 }
 
+impl PooledBuffer {
+    fn category(&self) -> Category {
+        *self.category.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts the buffer in `category` from now on (e.g. a workspace tensor kept for backward).
+    pub fn set_category(&self, category: Category) {
+        let mut cat = self.category.lock().unwrap_or_else(|e| e.into_inner());
+        if *cat != category {
+            let mut inner = self.pool.lock();
+            inner.report.sub(*cat, self.size());
+            inner.report.add(category, self.size());
+            *cat = category;
+        }
+    }
+}
+
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
+        let category = self.category();
         if let Some(b) = self.buffer.take() {
             let mut inner = self.pool.lock();
-            if let Some(live) = inner.report.live.get_mut(&self.category) {
-                *live = live.saturating_sub(b.size());
-            }
+            inner.report.sub(category, b.size());
             inner.free.entry((b.size(), b.usage().bits())).or_default().push(b);
         }
     }

@@ -1,0 +1,209 @@
+//! Parameter-free layers (ReLU, pooling, flatten), the residual basic block and `Sequential`.
+
+use super::layers::{BatchNorm2d, Builder, Conv2d, Layer, Pass};
+use super::ops;
+use super::param::Param;
+use super::saved::Kind;
+use super::tensor::Tensor;
+use crate::error::{FdsrError, Result};
+
+/// ReLU; keeps a 1-bit mask for backward.
+pub struct Relu {
+    id: usize,
+    len: usize,
+}
+
+impl Relu {
+    /// A ReLU with its own saved-activation slot.
+    pub fn new(b: &mut Builder<'_>) -> Self {
+        Relu { id: b.id(), len: 0 }
+    }
+}
+
+impl Layer for Relu {
+    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        let (y, mask) = ops::relu_forward(p.ctx, p.enc, &x)?;
+        if p.train {
+            self.len = mask.len;
+            p.saved.save(self.id, 0, &mask.words, Kind::Packed);
+        }
+        Ok(y)
+    }
+    fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        let mask = ops::BitMask { words: p.saved.load(self.id, 0)?, len: self.len };
+        Ok(Some(ops::relu_backward(p.ctx, p.enc, &dy, &mask)?))
+    }
+    fn visit(&self, _: &mut dyn FnMut(&Param)) {}
+    fn visit_mut(&mut self, _: &mut dyn FnMut(&mut Param)) {}
+}
+
+/// 2×2 max pooling with stride 2; keeps a 2-bit argmax per output.
+pub struct MaxPool2 {
+    id: usize,
+    input_shape: Vec<usize>,
+    index_len: usize,
+}
+
+impl MaxPool2 {
+    /// A max-pool with its own saved-activation slot.
+    pub fn new(b: &mut Builder<'_>) -> Self {
+        MaxPool2 { id: b.id(), input_shape: Vec::new(), index_len: 0 }
+    }
+}
+
+impl Layer for MaxPool2 {
+    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        let (y, index) = ops::maxpool2_forward(p.ctx, p.enc, &x)?;
+        if p.train {
+            self.input_shape = x.shape().to_vec();
+            self.index_len = index.len;
+            p.saved.save(self.id, 0, &index.words, Kind::Packed);
+        }
+        Ok(y)
+    }
+    fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        let index = ops::PoolIndex { words: p.saved.load(self.id, 0)?, len: self.index_len };
+        Ok(Some(ops::maxpool2_backward(p.ctx, p.enc, &dy, &index, &self.input_shape)?))
+    }
+    fn visit(&self, _: &mut dyn FnMut(&Param)) {}
+    fn visit_mut(&mut self, _: &mut dyn FnMut(&mut Param)) {}
+}
+
+/// Global average pooling `[N, C, H, W] → [N, C]` (saves only the shape).
+#[derive(Default)]
+pub struct GlobalAvgPool {
+    input_shape: Vec<usize>,
+}
+
+impl Layer for GlobalAvgPool {
+    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        self.input_shape = x.shape().to_vec();
+        ops::avgpool_forward(p.ctx, p.enc, &x)
+    }
+    fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(ops::avgpool_backward(p.ctx, p.enc, &dy, &self.input_shape)?))
+    }
+    fn visit(&self, _: &mut dyn FnMut(&Param)) {}
+    fn visit_mut(&mut self, _: &mut dyn FnMut(&mut Param)) {}
+}
+
+/// Layers applied in order.
+#[derive(Default)]
+pub struct Sequential {
+    /// The layers, first applied first.
+    pub layers: Vec<Box<dyn Layer>>,
+}
+
+impl Sequential {
+    /// Appends a layer.
+    pub fn push(&mut self, layer: impl Layer + 'static) {
+        self.layers.push(Box::new(layer));
+    }
+}
+
+impl Layer for Sequential {
+    fn forward(&mut self, p: &mut Pass<'_>, mut x: Tensor) -> Result<Tensor> {
+        for l in &mut self.layers {
+            x = l.forward(p, x)?;
+        }
+        Ok(x)
+    }
+    fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        let mut d = Some(dy);
+        for l in self.layers.iter_mut().rev() {
+            let Some(g) = d else { break };
+            d = l.backward(p, g)?;
+        }
+        Ok(d)
+    }
+    fn visit(&self, f: &mut dyn FnMut(&Param)) {
+        self.layers.iter().for_each(|l| l.visit(f));
+    }
+    fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param)) {
+        self.layers.iter_mut().for_each(|l| l.visit_mut(f));
+    }
+}
+
+/// ResNet basic block: `relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))`, the shortcut a
+/// 1×1 projection with batch norm where the stride or the width changes.
+pub struct BasicBlock {
+    main: Sequential,
+    shortcut: Option<Sequential>,
+    out: Relu,
+}
+
+impl BasicBlock {
+    /// A block `cin → cout` whose first conv has `stride`.
+    pub fn new(b: &mut Builder<'_>, name: &str, cin: usize, cout: usize, stride: usize) -> Result<Self> {
+        let mut main = Sequential::default();
+        main.push(Conv2d::new(b, &format!("{name}.conv1"), cin, cout, 3, stride, 1, true)?);
+        main.push(BatchNorm2d::new(b, &format!("{name}.bn1"), cout)?);
+        main.push(Relu::new(b));
+        main.push(Conv2d::new(b, &format!("{name}.conv2"), cout, cout, 3, 1, 1, true)?);
+        main.push(BatchNorm2d::new(b, &format!("{name}.bn2"), cout)?);
+        let shortcut = if stride != 1 || cin != cout {
+            let mut s = Sequential::default();
+            s.push(Conv2d::new(b, &format!("{name}.shortcut.0"), cin, cout, 1, stride, 0, true)?);
+            s.push(BatchNorm2d::new(b, &format!("{name}.shortcut.1"), cout)?);
+            Some(s)
+        } else {
+            None
+        };
+        Ok(BasicBlock { main, shortcut, out: Relu::new(b) })
+    }
+}
+
+impl Layer for BasicBlock {
+    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        let skip = match &mut self.shortcut {
+            Some(s) => s.forward(p, x.clone())?,
+            None => x.clone(),
+        };
+        let h = self.main.forward(p, x)?;
+        let sum = ops::add(p.ctx, p.enc, &h, &skip)?;
+        self.out.forward(p, sum)
+    }
+    fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        let d = self.out.backward(p, dy)?.ok_or_else(|| FdsrError::InvalidConfig("relu gave no gradient".into()))?;
+        let dskip = match &mut self.shortcut {
+            Some(s) => s.backward(p, d.clone())?,
+            None => Some(d.clone()),
+        };
+        let dmain = self.main.backward(p, d)?;
+        match (dmain, dskip) {
+            (Some(a), Some(b)) => Ok(Some(ops::add(p.ctx, p.enc, &a, &b)?)),
+            _ => Err(FdsrError::InvalidConfig("a residual block needs the gradient of its input".into())),
+        }
+    }
+    fn visit(&self, f: &mut dyn FnMut(&Param)) {
+        self.main.visit(f);
+        if let Some(s) = &self.shortcut {
+            s.visit(f);
+        }
+    }
+    fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param)) {
+        self.main.visit_mut(f);
+        if let Some(s) = &mut self.shortcut {
+            s.visit_mut(f);
+        }
+    }
+}
+
+/// `[N, C, …] → [N, C·…]` (a view; no kernel).
+#[derive(Default)]
+pub struct Flatten {
+    input_shape: Vec<usize>,
+}
+
+impl Layer for Flatten {
+    fn forward(&mut self, _: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        self.input_shape = x.shape().to_vec();
+        let n = x.shape().first().copied().unwrap_or(1);
+        x.reshape(&[n, x.numel() / n.max(1)])
+    }
+    fn backward(&mut self, _: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(dy.reshape(&self.input_shape)?))
+    }
+    fn visit(&self, _: &mut dyn FnMut(&Param)) {}
+    fn visit_mut(&mut self, _: &mut dyn FnMut(&mut Param)) {}
+}

@@ -1,0 +1,207 @@
+//! Layers: each op's forward and backward together, with the state it saves made explicit
+//! (through [`SavedActivations`]) and its parameters visited by name.
+
+use super::gemm::{self, ConvGeom};
+use super::ops;
+use super::param::{Init, Param};
+use super::saved::{Kind, SavedActivations};
+use super::tensor::Tensor;
+use crate::data::synthetic::SplitMix64;
+use crate::error::{FdsrError, Result};
+use crate::gpu::GpuContext;
+
+/// Everything a layer needs while recording one forward or backward.
+pub struct Pass<'a> {
+    /// The device.
+    pub ctx: &'a GpuContext,
+    /// Where the work is recorded.
+    pub enc: &'a mut wgpu::CommandEncoder,
+    /// The saved-activation store.
+    pub saved: &'a mut SavedActivations,
+    /// Training (batch statistics, save for backward) or evaluation.
+    pub train: bool,
+}
+
+/// A layer of a model.
+pub trait Layer {
+    /// Records the forward pass of `x`; in training it saves what backward needs.
+    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor>;
+    /// Records the backward pass: writes parameter gradients and returns the input gradient
+    /// (`None` where nothing upstream needs it, i.e. below the first conv).
+    fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>>;
+    /// Visits parameters and buffers.
+    fn visit(&self, f: &mut dyn FnMut(&Param));
+    /// Visits parameters and buffers mutably.
+    fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param));
+}
+
+/// Hands out layer ids (saved-activation keys) and seeds parameters while a model is built.
+pub struct Builder<'a> {
+    /// The device.
+    pub ctx: &'a GpuContext,
+    /// Initialization randomness.
+    pub rng: SplitMix64,
+    next_id: usize,
+}
+
+impl<'a> Builder<'a> {
+    /// A builder whose parameters are drawn from `seed`.
+    pub fn new(ctx: &'a GpuContext, seed: u64) -> Self {
+        Builder { ctx, rng: SplitMix64::new(seed), next_id: 0 }
+    }
+    pub(crate) fn id(&mut self) -> usize {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+/// 2-D convolution without bias (each is followed by batch norm), square kernel.
+pub struct Conv2d {
+    id: usize,
+    weight: Param,
+    stride: usize,
+    pad: usize,
+    input_grad: bool,
+    geom: Option<ConvGeom>,
+}
+
+impl Conv2d {
+    /// `cin → cout` with a `k×k` kernel; `input_grad = false` for a first layer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(b: &mut Builder<'_>, name: &str, cin: usize, cout: usize, k: usize, stride: usize, pad: usize, input_grad: bool) -> Result<Self> {
+        let init = Init::KaimingNormal { fan_in: cin * k * k };
+        let weight = Param::trainable(b.ctx, format!("{name}.weight"), &[cout, cin, k, k], init, true, &mut b.rng)?;
+        Ok(Conv2d { id: b.id(), weight, stride, pad, input_grad, geom: None })
+    }
+}
+
+impl Layer for Conv2d {
+    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        let y = gemm::conv2d_forward(p.ctx, p.enc, &x, &self.weight.value, None, self.stride, self.pad)?;
+        if p.train {
+            self.geom = Some(ConvGeom::of(x.shape(), self.weight.value.shape(), self.stride, self.pad)?);
+            p.saved.save(self.id, 0, &x, Kind::Dense);
+        }
+        Ok(y)
+    }
+    fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        let g = self.geom.ok_or_else(|| no_forward(&self.weight.name))?;
+        let x = p.saved.load(self.id, 0)?;
+        gemm::conv2d_backward_weight(p.ctx, p.enc, &g, &dy, &x, self.weight.grad()?)?;
+        drop(x);
+        if !self.input_grad {
+            return Ok(None);
+        }
+        Ok(Some(gemm::conv2d_backward_data(p.ctx, p.enc, &g, &dy, &self.weight.value)?))
+    }
+    fn visit(&self, f: &mut dyn FnMut(&Param)) {
+        f(&self.weight);
+    }
+    fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param)) {
+        f(&mut self.weight);
+    }
+}
+
+fn no_forward(name: &str) -> FdsrError {
+    FdsrError::InvalidConfig(format!("backward of {name} before any training forward"))
+}
+
+/// Fully connected layer with bias: `[batch, inputs] → [batch, outputs]`.
+pub struct Linear {
+    id: usize,
+    weight: Param,
+    bias: Param,
+    /// A never-recycled buffer of ones for the bias gradient (written once, so no upload can
+    /// race with recorded work) and its length.
+    ones: Option<(wgpu::Buffer, usize)>,
+}
+
+impl Linear {
+    /// `inputs → outputs`, PyTorch's default initialization.
+    pub fn new(b: &mut Builder<'_>, name: &str, inputs: usize, outputs: usize) -> Result<Self> {
+        let init = Init::Uniform { fan_in: inputs };
+        let weight = Param::trainable(b.ctx, format!("{name}.weight"), &[outputs, inputs], init, true, &mut b.rng)?;
+        let bias = Param::trainable(b.ctx, format!("{name}.bias"), &[outputs], init, false, &mut b.rng)?;
+        Ok(Linear { id: b.id(), weight, bias, ones: None })
+    }
+}
+
+impl Layer for Linear {
+    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        let y = gemm::linear_forward(p.ctx, p.enc, &x, &self.weight.value, Some(&self.bias.value))?;
+        if p.train {
+            p.saved.save(self.id, 0, &x, Kind::Dense);
+        }
+        Ok(y)
+    }
+    fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        let x = p.saved.load(self.id, 0)?;
+        gemm::linear_backward_weight(p.ctx, p.enc, &dy, &x, self.weight.grad()?)?;
+        let rows = dy.shape()[0];
+        if self.ones.as_ref().is_none_or(|o| o.1 < rows) {
+            let ones = crate::gpu::kernel::storage_init(p.ctx, "linear ones", bytemuck::cast_slice(&vec![1.0f32; rows]));
+            self.ones = Some((ones, rows));
+        }
+        let (ones, len) = self.ones.as_ref().ok_or_else(|| no_forward(&self.bias.name))?;
+        gemm::column_sums(p.ctx, p.enc, &dy, (ones, *len), self.bias.grad()?)?;
+        Ok(Some(gemm::linear_backward_data(p.ctx, p.enc, &dy, &self.weight.value)?))
+    }
+    fn visit(&self, f: &mut dyn FnMut(&Param)) {
+        f(&self.weight);
+        f(&self.bias);
+    }
+    fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param)) {
+        f(&mut self.weight);
+        f(&mut self.bias);
+    }
+}
+
+/// Batch normalization over (N, H, W) per channel, with running statistics for evaluation.
+pub struct BatchNorm2d {
+    id: usize,
+    gamma: Param,
+    beta: Param,
+    running_mean: Param,
+    running_var: Param,
+    stats: Option<ops::BnSaved>,
+}
+
+impl BatchNorm2d {
+    /// Over `channels` channels: gamma 1, beta 0, running mean 0 and variance 1.
+    pub fn new(b: &mut Builder<'_>, name: &str, channels: usize) -> Result<Self> {
+        let c = [channels];
+        Ok(BatchNorm2d {
+            id: b.id(),
+            gamma: Param::trainable(b.ctx, format!("{name}.weight"), &c, Init::Constant(1.0), false, &mut b.rng)?,
+            beta: Param::trainable(b.ctx, format!("{name}.bias"), &c, Init::Constant(0.0), false, &mut b.rng)?,
+            running_mean: Param::buffer(b.ctx, format!("{name}.running_mean"), &c, 0.0)?,
+            running_var: Param::buffer(b.ctx, format!("{name}.running_var"), &c, 1.0)?,
+            stats: None,
+        })
+    }
+}
+
+impl Layer for BatchNorm2d {
+    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        let (g, b, rm, rv) = (&self.gamma.value, &self.beta.value, &self.running_mean.value, &self.running_var.value);
+        if !p.train {
+            return ops::batchnorm_forward_eval(p.ctx, p.enc, &x, g, b, rm, rv);
+        }
+        let (y, stats) = ops::batchnorm_forward_train(p.ctx, p.enc, &x, g, b, rm, rv)?;
+        p.saved.save(self.id, 0, &x, Kind::Dense);
+        self.stats = Some(stats);
+        Ok(y)
+    }
+    fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        let stats = self.stats.take().ok_or_else(|| no_forward(&self.gamma.name))?;
+        let x = p.saved.load(self.id, 0)?;
+        let (dg, db) = (self.gamma.grad()?, self.beta.grad()?);
+        Ok(Some(ops::batchnorm_backward(p.ctx, p.enc, &dy, &x, &self.gamma.value, &stats, dg, db)?))
+    }
+    fn visit(&self, f: &mut dyn FnMut(&Param)) {
+        [&self.gamma, &self.beta, &self.running_mean, &self.running_var].into_iter().for_each(f);
+    }
+    fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param)) {
+        [&mut self.gamma, &mut self.beta, &mut self.running_mean, &mut self.running_var].into_iter().for_each(f);
+    }
+}

@@ -1,0 +1,146 @@
+//! The models: `cnn`, `resnet20` and `tiny`, exactly as the README describes them, built with
+//! seeded Kaiming initialization. Input: one channel, 32×32 (28×28 images zero-padded by 2).
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::blocks::{BasicBlock, GlobalAvgPool, MaxPool2, Relu, Sequential};
+use super::layers::{BatchNorm2d, Builder, Conv2d, Layer, Linear, Pass};
+use super::param::Param;
+use super::tensor::Tensor;
+use crate::error::{FdsrError, Result};
+use crate::gpu::GpuContext;
+
+/// Side of the square model input.
+pub const INPUT_SIDE: usize = 32;
+/// Output classes.
+pub const CLASSES: usize = 10;
+
+/// Which architecture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelName {
+    /// Five 3×3 conv-BN-ReLU layers (32, 32, pool, 64, 64, pool, 128), GAP, linear.
+    Cnn,
+    /// CIFAR-style ResNet-20 (16/32/64 channels, 3 blocks per stage).
+    Resnet20,
+    /// Two conv-BN-ReLU-pool layers (8, 16 channels), GAP, linear: tests and the browser.
+    Tiny,
+}
+
+impl FromStr for ModelName {
+    type Err = FdsrError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "cnn" => Ok(ModelName::Cnn),
+            "resnet20" => Ok(ModelName::Resnet20),
+            "tiny" => Ok(ModelName::Tiny),
+            _ => Err(FdsrError::InvalidConfig(format!("unknown model '{s}' (expected cnn, resnet20 or tiny)"))),
+        }
+    }
+}
+
+impl fmt::Display for ModelName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ModelName::Cnn => "cnn",
+            ModelName::Resnet20 => "resnet20",
+            ModelName::Tiny => "tiny",
+        })
+    }
+}
+
+/// A model: its layers and its name.
+pub struct Model {
+    /// Which architecture.
+    pub name: ModelName,
+    net: Sequential,
+}
+
+fn conv_bn_relu(b: &mut Builder<'_>, net: &mut Sequential, name: &str, cin: usize, cout: usize) -> Result<()> {
+    net.push(Conv2d::new(b, &format!("{name}.conv"), cin, cout, 3, 1, 1, cin != 1)?);
+    net.push(BatchNorm2d::new(b, &format!("{name}.bn"), cout)?);
+    net.push(Relu::new(b));
+    Ok(())
+}
+
+impl Model {
+    /// Builds `name` with parameters drawn from `seed`.
+    pub fn new(ctx: &GpuContext, name: ModelName, seed: u64) -> Result<Model> {
+        let mut b = Builder::new(ctx, seed);
+        let mut net = Sequential::default();
+        match name {
+            ModelName::Cnn => {
+                conv_bn_relu(&mut b, &mut net, "layer1", 1, 32)?;
+                conv_bn_relu(&mut b, &mut net, "layer2", 32, 32)?;
+                net.push(MaxPool2::new(&mut b));
+                conv_bn_relu(&mut b, &mut net, "layer3", 32, 64)?;
+                conv_bn_relu(&mut b, &mut net, "layer4", 64, 64)?;
+                net.push(MaxPool2::new(&mut b));
+                conv_bn_relu(&mut b, &mut net, "layer5", 64, 128)?;
+                net.push(GlobalAvgPool::default());
+                net.push(Linear::new(&mut b, "fc", 128, CLASSES)?);
+            }
+            ModelName::Resnet20 => {
+                conv_bn_relu(&mut b, &mut net, "stem", 1, 16)?;
+                let mut cin = 16;
+                for (stage, cout) in [16, 32, 64].into_iter().enumerate() {
+                    for block in 0..3 {
+                        let stride = if stage > 0 && block == 0 { 2 } else { 1 };
+                        let name = format!("stage{}.{block}", stage + 1);
+                        net.push(BasicBlock::new(&mut b, &name, cin, cout, stride)?);
+                        cin = cout;
+                    }
+                }
+                net.push(GlobalAvgPool::default());
+                net.push(Linear::new(&mut b, "fc", 64, CLASSES)?);
+            }
+            ModelName::Tiny => {
+                conv_bn_relu(&mut b, &mut net, "layer1", 1, 8)?;
+                net.push(MaxPool2::new(&mut b));
+                conv_bn_relu(&mut b, &mut net, "layer2", 8, 16)?;
+                net.push(MaxPool2::new(&mut b));
+                net.push(GlobalAvgPool::default());
+                net.push(Linear::new(&mut b, "fc", 16, CLASSES)?);
+            }
+        }
+        Ok(Model { name, net })
+    }
+
+    /// Records the forward pass of images `x [N, 1, 32, 32]` to logits `[N, 10]`.
+    pub fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        if x.shape().len() != 4 || x.shape()[1..] != [1, INPUT_SIDE, INPUT_SIDE] {
+            return Err(FdsrError::InvalidTensor(format!(
+                "{} takes [N, 1, {INPUT_SIDE}, {INPUT_SIDE}] images, got {:?}",
+                self.name,
+                x.shape()
+            )));
+        }
+        self.net.forward(p, x)
+    }
+
+    /// Records the backward pass from the logits' gradient, writing every parameter gradient.
+    pub fn backward(&mut self, p: &mut Pass<'_>, dlogits: Tensor) -> Result<()> {
+        self.net.backward(p, dlogits).map(|_| ())
+    }
+
+    /// Visits every parameter and buffer in a fixed order.
+    pub fn visit(&self, f: &mut dyn FnMut(&Param)) {
+        self.net.visit(f);
+    }
+
+    /// Visits every parameter and buffer mutably, in the same order.
+    pub fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param)) {
+        self.net.visit_mut(f);
+    }
+
+    /// Number of trainable values.
+    pub fn parameter_count(&self) -> usize {
+        let mut n = 0;
+        self.visit(&mut |p| {
+            if p.grad.is_some() {
+                n += p.value.numel();
+            }
+        });
+        n
+    }
+}

@@ -1,0 +1,153 @@
+//! The trainer: one training step (forward, loss, backward, update) recorded and submitted at a
+//! time, loss and accuracy summed on the device and read back only when asked, evaluation.
+
+use super::batch::{make_batch, Normalization};
+use super::layers::Pass;
+use super::model::{Model, ModelName};
+use super::ops;
+use super::optim::{OptConfig, Optimizer, Schedule};
+use super::saved::SavedActivations;
+use super::tensor::Tensor;
+use crate::data::Dataset;
+use crate::error::{FdsrError, Result};
+use crate::gpu::{Category, GpuContext};
+
+/// What a run trains and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainConfig {
+    /// Architecture.
+    pub model: ModelName,
+    /// Epochs.
+    pub epochs: usize,
+    /// Images per step.
+    pub batch: usize,
+    /// Base learning rate.
+    pub lr: f32,
+    /// Learning-rate schedule.
+    pub schedule: Schedule,
+    /// Optimizer.
+    pub opt: OptConfig,
+    /// Seed of initialization, shuffling and augmentation.
+    pub seed: u64,
+    /// Random shifts and flips of training images.
+    pub augment: bool,
+}
+
+/// Mean loss and accuracy over the steps since the last read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Metrics {
+    /// Mean cross-entropy.
+    pub loss: f64,
+    /// Fraction of correct predictions.
+    pub accuracy: f64,
+    /// Images counted.
+    pub images: u64,
+}
+
+/// A model with its optimizer, saved-activation store and on-device metric sums.
+pub struct Trainer {
+    /// The run's configuration.
+    pub config: TrainConfig,
+    /// The model.
+    pub model: Model,
+    /// The optimizer and its state.
+    pub opt: Optimizer,
+    /// Saved activations between forward and backward.
+    pub saved: SavedActivations,
+    /// Training steps taken (global, across epochs).
+    pub step: u64,
+    sums: Tensor,
+    summed_images: u64,
+}
+
+impl Trainer {
+    /// A fresh model and optimizer for `config`.
+    pub fn new(ctx: &GpuContext, config: TrainConfig) -> Result<Trainer> {
+        if config.batch == 0 || config.epochs == 0 || !(config.lr.is_finite() && config.lr > 0.0) {
+            return Err(FdsrError::InvalidConfig(format!(
+                "batch {} and epochs {} must be positive and the learning rate {} positive and finite",
+                config.batch, config.epochs, config.lr
+            )));
+        }
+        let model = Model::new(ctx, config.model, config.seed)?;
+        let opt = Optimizer::new(ctx, &model, config.opt)?;
+        let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
+        Ok(Trainer { config, model, opt, saved: SavedActivations::new(), step: 0, sums, summed_images: 0 })
+    }
+
+    /// Learning rate of the next step, given `steps_per_epoch`.
+    pub fn lr(&self, steps_per_epoch: u64) -> f32 {
+        let total = steps_per_epoch * self.config.epochs as u64;
+        let epoch = (self.step / steps_per_epoch.max(1)) as usize;
+        self.config.schedule.lr(self.config.lr, self.step, total, epoch)
+    }
+
+    /// Runs one training step on `images` (`[n, 1, 32, 32]` values) and `labels`: uploads,
+    /// records forward, loss, backward and the update, and submits. Reads nothing back.
+    pub async fn step(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8], lr: f32) -> Result<()> {
+        let n = labels.len();
+        let side = super::model::INPUT_SIDE;
+        // Uploads first: nothing is recorded yet, so no recycled buffer can be overwritten early.
+        let x = Tensor::from_slice(ctx, images, &[n, 1, side, side], Category::Workspace)?;
+        let y = ops::upload_labels(ctx, labels)?;
+        let (model, opt, saved, sums) = (&mut self.model, &mut self.opt, &mut self.saved, &self.sums);
+        ctx.scoped("train step", || -> Result<()> {
+            let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("train step") });
+            let mut pass = Pass { ctx, enc: &mut enc, saved, train: true };
+            let logits = model.forward(&mut pass, x)?;
+            let out = ops::cross_entropy_forward(ctx, pass.enc, &logits, &y)?;
+            ops::accumulate_metrics(ctx, pass.enc, &out, sums)?;
+            let dlogits = ops::cross_entropy_backward(ctx, pass.enc, &out.probs, &y)?;
+            model.backward(&mut pass, dlogits)?;
+            opt.step(ctx, &mut enc, model, lr)?;
+            ctx.queue.submit([enc.finish()]);
+            Ok(())
+        })
+        .await??;
+        self.step += 1;
+        self.summed_images += n as u64;
+        Ok(())
+    }
+
+    /// Reads the summed loss and accuracy since the last read (waiting for the GPU), and resets
+    /// them. A loss that is not finite is an error naming the step.
+    pub async fn read_metrics(&mut self, ctx: &GpuContext) -> Result<Metrics> {
+        let v = self.sums.to_vec(ctx).await?;
+        let images = std::mem::take(&mut self.summed_images);
+        self.sums.write(ctx, &[0.0, 0.0])?;
+        let m = Metrics { loss: f64::from(v[0]) / images.max(1) as f64, accuracy: f64::from(v[1]) / images.max(1) as f64, images };
+        if !m.loss.is_finite() {
+            return Err(FdsrError::InvalidTensor(format!(
+                "the training loss became {} by step {}: lower the learning rate",
+                m.loss, self.step
+            )));
+        }
+        Ok(m)
+    }
+
+    /// Loss and accuracy of the model (running batch-norm statistics) on all of `data`.
+    pub async fn evaluate(&mut self, ctx: &GpuContext, data: &Dataset, norm: Normalization, batch: usize) -> Result<Metrics> {
+        let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
+        let idx: Vec<usize> = (0..data.len()).collect();
+        for chunk in idx.chunks(batch.max(1)) {
+            let (images, labels) = make_batch(data, chunk, norm, None)?;
+            let side = super::model::INPUT_SIDE;
+            let x = Tensor::from_slice(ctx, &images, &[chunk.len(), 1, side, side], Category::Workspace)?;
+            let y = ops::upload_labels(ctx, &labels)?;
+            let (model, saved) = (&mut self.model, &mut self.saved);
+            ctx.scoped("evaluate", || -> Result<()> {
+                let mut enc = ctx.device.create_command_encoder(&Default::default());
+                let mut pass = Pass { ctx, enc: &mut enc, saved, train: false };
+                let logits = model.forward(&mut pass, x)?;
+                let out = ops::cross_entropy_forward(ctx, &mut enc, &logits, &y)?;
+                ops::accumulate_metrics(ctx, &mut enc, &out, &sums)?;
+                ctx.queue.submit([enc.finish()]);
+                Ok(())
+            })
+            .await??;
+        }
+        let v = sums.to_vec(ctx).await?;
+        let n = data.len().max(1) as f64;
+        Ok(Metrics { loss: f64::from(v[0]) / n, accuracy: f64::from(v[1]) / n, images: data.len() as u64 })
+    }
+}
