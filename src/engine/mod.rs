@@ -2,6 +2,7 @@
 //! and the trainer. Saved activations go through one store, where compression plugs in.
 
 pub mod gemm;
+pub mod ops;
 pub mod tensor;
 
 pub use tensor::Tensor;
