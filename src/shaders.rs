@@ -29,6 +29,11 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("uniform", include_str!("../shaders/uniform.wgsl"), true, "uurwwwww"),
     shader("division", include_str!("../shaders/division.wgsl"), true, "uurwwwwww"),
     shader("gemm", include_str!("../shaders/gemm.wgsl"), false, "urrrw"),
+    shader("ops_elementwise", include_str!("../shaders/ops_elementwise.wgsl"), false, "urrww"),
+    shader("ops_pool", include_str!("../shaders/ops_pool.wgsl"), false, "urrww"),
+    shader("ops_bn", include_str!("../shaders/ops_bn.wgsl"), false, "urrrwwwww"),
+    shader("ops_loss", include_str!("../shaders/ops_loss.wgsl"), false, "urrwww"),
+    shader("ops_optim", include_str!("../shaders/ops_optim.wgsl"), false, "uwrww"),
 ];
 
 /// Names of every registered shader.

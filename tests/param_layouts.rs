@@ -2,6 +2,7 @@
 //! and the buffer pool's accounting adds up.
 
 use fdsr::codec::{division_gpu, fdsr_gpu, scan, tables, uniform_gpu};
+use fdsr::engine::ops::{batchnorm, elementwise, loss, optim, pool};
 use std::mem::size_of;
 
 fn wgsl_struct_size(shader: &str, name: &str) -> u32 {
@@ -19,7 +20,7 @@ fn wgsl_struct_size(shader: &str, name: &str) -> u32 {
 
 #[test]
 fn rust_param_structs_match_wgsl() {
-    let cases: [(&str, &str, usize); 7] = [
+    let cases: [(&str, &str, usize); 12] = [
         ("fdsr_encode", "FdsrParams", size_of::<fdsr_gpu::EncodeParams>()),
         ("fdsr_decode", "DecodeParams", size_of::<fdsr_gpu::DecodeParams>()),
         ("scan", "ScanParams", size_of::<scan::ScanParams>()),
@@ -27,6 +28,11 @@ fn rust_param_structs_match_wgsl() {
         ("uniform", "UniformParams", size_of::<uniform_gpu::UniformParams>()),
         ("division", "DivisionParams", size_of::<division_gpu::DivisionParams>()),
         ("copy", "CopyParams", size_of::<[u32; 4]>()),
+        ("ops_elementwise", "EwParams", size_of::<elementwise::EwParams>()),
+        ("ops_pool", "PoolParams", size_of::<pool::PoolParams>()),
+        ("ops_bn", "BnParams", size_of::<batchnorm::BnGpuParams>()),
+        ("ops_loss", "LossParams", size_of::<loss::LossParams>()),
+        ("ops_optim", "OptimParams", size_of::<optim::OptimParams>()),
     ];
     for (shader, name, rust) in cases {
         assert_eq!(wgsl_struct_size(shader, name) as usize, rust, "{shader}::{name} vs its Rust mirror");

@@ -17,6 +17,8 @@ pub mod conv;
 pub mod dct;
 pub mod division;
 pub mod fdsr;
+pub mod nn;
+pub mod nn_train;
 pub mod pack;
 pub mod quant;
 pub mod uniform;

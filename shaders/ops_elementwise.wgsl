@@ -1,0 +1,61 @@
+// Elementwise ops of the engine: ReLU with a 1-bit mask (bit i of word j = value 32j+i > 0),
+// its backward, and the residual add / gradient accumulation. One invocation per element (per
+// mask word for relu_forward, so no atomics) on a 2-D grid of 256-wide workgroups.
+
+struct EwParams { n: u32, words: u32, _a: u32, _b: u32 }
+
+@group(0) @binding(0) var<uniform> p: EwParams;
+@group(0) @binding(1) var<storage, read> in0: array<f32>;
+@group(0) @binding(2) var<storage, read> in1: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out0: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out1: array<u32>;
+
+fn linear_id(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+    return (wg.y * nwg.x + wg.x) * 256u + lid;
+}
+
+// y = max(x, 0) and the mask word of 32 consecutive values.
+@compute @workgroup_size(256)
+fn relu_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let j = linear_id(wg, nwg, lid);
+    if (j >= p.words) { return; }
+    let base = j * 32u;
+    let end = min(base + 32u, p.n);
+    var word = 0u;
+    for (var i = base; i < end; i++) {
+        let v = in0[i];
+        let pos = v > 0.0;
+        out0[i] = select(0.0, v, pos);
+        word |= select(0u, 1u << (i - base), pos);
+    }
+    out1[j] = word;
+}
+
+// dx = dy where the mask bit is set, else 0.
+@compute @workgroup_size(256)
+fn relu_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let i = linear_id(wg, nwg, lid);
+    if (i >= p.n) { return; }
+    let bit = (in1[i >> 5u] >> (i & 31u)) & 1u;
+    out0[i] = select(0.0, in0[i], bit == 1u);
+}
+
+// out = a + b.
+@compute @workgroup_size(256)
+fn add(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+       @builtin(local_invocation_index) lid: u32) {
+    let i = linear_id(wg, nwg, lid);
+    if (i >= p.n) { return; }
+    out0[i] = in0[i] + bitcast<f32>(in1[i]);
+}
+
+// acc += x.
+@compute @workgroup_size(256)
+fn add_into(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+    let i = linear_id(wg, nwg, lid);
+    if (i >= p.n) { return; }
+    out0[i] = out0[i] + in0[i];
+}

@@ -1,0 +1,103 @@
+//! Drivers of `shaders/ops_elementwise.wgsl`: ReLU with a 1-bit saved mask, and the residual add
+//! with its gradient accumulation.
+
+use super::{dummy, expect_shape, groups};
+use crate::engine::tensor::Tensor;
+use crate::error::{FdsrError, Result};
+use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::{Category, GpuContext};
+
+/// Mirror of `EwParams` in `shaders/ops_elementwise.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct EwParams {
+    /// Number of values.
+    pub n: u32,
+    /// Number of mask words (`ceil(n / 32)`).
+    pub words: u32,
+    /// Padding.
+    pub _a: u32,
+    /// Padding.
+    pub _b: u32,
+}
+
+/// What ReLU saves for its backward: one bit per value (bit `i` of word `j` is set when value
+/// `32j + i` was > 0), u32 words stored in a tensor's buffer.
+#[derive(Clone, Debug)]
+pub struct BitMask {
+    /// `ceil(len / 32)` u32 words (seen as a tensor of as many f32 slots).
+    pub words: Tensor,
+    /// Number of values the mask covers.
+    pub len: usize,
+}
+
+fn params(n: usize, what: &str) -> Result<(EwParams, u32)> {
+    let g = groups(n, what)?;
+    Ok((EwParams { n: n as u32, words: n.div_ceil(32) as u32, ..Default::default() }, g))
+}
+
+/// `y = max(x, 0)` and the mask of positive values (in [`Category::SavedActivations`]).
+pub fn relu_forward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Tensor) -> Result<(Tensor, BitMask)> {
+    let (p, _) = params(x.numel(), "relu")?;
+    let y = Tensor::uninit(ctx, x.shape(), Category::Workspace);
+    let words = Tensor::uninit(ctx, &[p.words as usize], Category::SavedActivations);
+    let pb = uniform(ctx, "relu_forward", &p);
+    let g = (p.words as usize).div_ceil(super::WG) as u32;
+    dispatch(
+        ctx,
+        enc,
+        "ops_elementwise",
+        "relu_forward",
+        &[&pb, x.buffer(), x.buffer(), y.buffer(), words.buffer()],
+        g,
+    )?;
+    Ok((y, BitMask { words, len: x.numel() }))
+}
+
+/// `dx = dy` where the mask is set, else 0 (`dy` holds as many values as the mask).
+pub fn relu_backward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, dy: &Tensor, mask: &BitMask) -> Result<Tensor> {
+    if dy.numel() != mask.len || mask.words.numel() != mask.len.div_ceil(32) {
+        return Err(FdsrError::InvalidTensor(format!(
+            "relu backward of dy {:?} with a mask of {} values in {:?} words",
+            dy.shape(),
+            mask.len,
+            mask.words.shape()
+        )));
+    }
+    let (p, g) = params(dy.numel(), "relu backward")?;
+    let dx = Tensor::uninit(ctx, dy.shape(), Category::Workspace);
+    let (pb, d) = (uniform(ctx, "relu_backward", &p), dummy(ctx));
+    dispatch(
+        ctx,
+        enc,
+        "ops_elementwise",
+        "relu_backward",
+        &[&pb, dy.buffer(), mask.words.buffer(), dx.buffer(), d.buffer()],
+        g,
+    )?;
+    Ok(dx)
+}
+
+/// `a + b` (equal shapes), e.g. a residual connection.
+pub fn add(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    expect_shape(b, a.shape(), "add: b")?;
+    let (p, g) = params(a.numel(), "add")?;
+    let out = Tensor::uninit(ctx, a.shape(), Category::Workspace);
+    let (pb, d) = (uniform(ctx, "add", &p), dummy(ctx));
+    dispatch(ctx, enc, "ops_elementwise", "add", &[&pb, a.buffer(), b.buffer(), out.buffer(), d.buffer()], g)?;
+    Ok(out)
+}
+
+/// `acc += x` (equal shapes, distinct buffers), e.g. summing the gradients of a tensor used twice.
+pub fn add_into(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, acc: &Tensor, x: &Tensor) -> Result<()> {
+    expect_shape(x, acc.shape(), "add_into: x")?;
+    if acc.buffer() == x.buffer() {
+        return Err(FdsrError::InvalidTensor(format!(
+            "add_into: acc {:?} and x share one buffer (use a copy)",
+            acc.shape()
+        )));
+    }
+    let (p, g) = params(acc.numel(), "add_into")?;
+    let (pb, d) = (uniform(ctx, "add_into", &p), dummy(ctx));
+    dispatch(ctx, enc, "ops_elementwise", "add_into", &[&pb, x.buffer(), x.buffer(), acc.buffer(), d.buffer()], g)
+}

@@ -1,0 +1,223 @@
+//! The engine's ops (ReLU, add, pools, batch norm, cross-entropy, optimizers) on the GPU against
+//! the reference (`fdsr::reference::nn`, `nn_train`) on random inputs, the reference backward
+//! passes against finite differences, and shape errors.
+
+mod common;
+
+use fdsr::data::synthetic::SplitMix64;
+use fdsr::engine::ops::{self, AdamParams, BnParams, SgdParams};
+use fdsr::engine::Tensor;
+use fdsr::gpu::Category;
+use fdsr::reference::{nn as r, nn_train as rt};
+use fdsr::GpuContext;
+
+/// Elementwise tolerance, relative to `1 + |reference|`.
+const TOL: f32 = 1e-5;
+/// Tolerance of batch norm (two f32 reductions against f64).
+const BN_TOL: f32 = 1e-4;
+
+fn rand(n: usize, seed: u64) -> Vec<f32> {
+    let mut g = SplitMix64::new(seed);
+    (0..n).map(|_| g.range(-1.0, 1.0)).collect()
+}
+
+fn up(ctx: &GpuContext, v: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(ctx, v, shape, Category::Workspace).unwrap()
+}
+
+fn close(got: &[f32], want: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: gpu {g} vs reference {w}");
+    }
+}
+
+fn read(ctx: &GpuContext, t: &Tensor) -> Vec<f32> {
+    pollster::block_on(t.to_vec(ctx)).unwrap()
+}
+
+fn read_words(ctx: &GpuContext, t: &Tensor) -> Vec<u32> {
+    read(ctx, t).iter().map(|v| v.to_bits()).collect()
+}
+
+fn enc(ctx: &GpuContext) -> wgpu::CommandEncoder {
+    ctx.device.create_command_encoder(&Default::default())
+}
+
+#[test]
+fn relu_and_add_match_reference() {
+    let Some(ctx) = common::gpu() else { return };
+    for (k, n) in [1usize, 31, 32, 33, 1000, 70001].into_iter().enumerate() {
+        let mut x = rand(n, k as u64);
+        x[0] = 0.0; // zero is not positive
+        let (b, dy) = (rand(n, 100 + k as u64), rand(n, 200 + k as u64));
+        let (xt, bt, dyt) = (up(&ctx, &x, &[n]), up(&ctx, &b, &[n]), up(&ctx, &dy, &[n]));
+        let acc = up(&ctx, &b, &[n]);
+        let mut e = enc(&ctx);
+        let (y, mask) = ops::relu_forward(&ctx, &mut e, &xt).unwrap();
+        let dx = ops::relu_backward(&ctx, &mut e, &dyt, &mask).unwrap();
+        let s = ops::add(&ctx, &mut e, &xt, &bt).unwrap();
+        ops::add_into(&ctx, &mut e, &acc, &dyt).unwrap();
+        ctx.queue.submit([e.finish()]);
+        let (ry, rw) = r::relu_forward(&x);
+        assert_eq!(read_words(&ctx, &mask.words), rw, "mask n={n}");
+        assert_eq!(read(&ctx, &y), ry, "relu n={n}");
+        assert_eq!(read(&ctx, &dx), r::relu_backward(&dy, &rw), "relu backward n={n}");
+        let sum: Vec<f32> = x.iter().zip(&b).map(|(a, b)| a + b).collect();
+        assert_eq!(read(&ctx, &s), sum, "add n={n}");
+        let acc_want: Vec<f32> = b.iter().zip(&dy).map(|(a, b)| a + b).collect();
+        assert_eq!(read(&ctx, &acc), acc_want, "add_into n={n}");
+    }
+}
+
+#[test]
+fn pools_match_reference_with_ties() {
+    let Some(ctx) = common::gpu() else { return };
+    for (k, s) in [[1, 1, 2, 2], [2, 3, 6, 4], [3, 5, 10, 14], [4, 8, 32, 32]].into_iter().enumerate() {
+        let n: usize = s.iter().product();
+        // Values on a coarse grid so that windows hold ties.
+        let x: Vec<f32> = rand(n, 10 + k as u64).iter().map(|v| (v * 3.0).round()).collect();
+        let dy = rand(n / 4, 20 + k as u64);
+        let dya = rand(s[0] * s[1], 30 + k as u64);
+        let (xt, dyt, dyat) =
+            (up(&ctx, &x, &s), up(&ctx, &dy, &[s[0], s[1], s[2] / 2, s[3] / 2]), up(&ctx, &dya, &[s[0], s[1]]));
+        let mut e = enc(&ctx);
+        let (y, idx) = ops::maxpool2_forward(&ctx, &mut e, &xt).unwrap();
+        let dx = ops::maxpool2_backward(&ctx, &mut e, &dyt, &idx, &s).unwrap();
+        let a = ops::avgpool_forward(&ctx, &mut e, &xt).unwrap();
+        let da = ops::avgpool_backward(&ctx, &mut e, &dyat, &s).unwrap();
+        ctx.queue.submit([e.finish()]);
+        let (ry, rw) = r::maxpool2_forward(&x, s);
+        assert_eq!(read_words(&ctx, &idx.words), rw, "pool indices {s:?}");
+        assert_eq!(read(&ctx, &y), ry, "max-pool {s:?}");
+        assert_eq!(read(&ctx, &dx), r::maxpool2_backward(&dy, &rw, s), "max-pool backward {s:?}");
+        close(&read(&ctx, &a), &r::avgpool_forward(&x, s), TOL, "avg pool");
+        close(&read(&ctx, &da), &r::avgpool_backward(&dya, s), TOL, "avg pool backward");
+    }
+}
+
+#[test]
+fn batchnorm_matches_reference() {
+    let Some(ctx) = common::gpu() else { return };
+    for (k, s) in [[2, 3, 5, 7], [8, 4, 9, 9], [1, 2, 1, 3], [3, 17, 16, 16]].into_iter().enumerate() {
+        let (n, c) = (s.iter().product::<usize>(), s[1]);
+        let seed = 40 + 10 * k as u64;
+        let x: Vec<f32> = rand(n, seed).iter().map(|v| 2.0 * v + 0.5).collect();
+        let dy = rand(n, seed + 1);
+        let mut bn = rt::BnRef {
+            gamma: rand(c, seed + 2).iter().map(|v| 1.0 + v).collect(),
+            beta: rand(c, seed + 3),
+            running_mean: rand(c, seed + 4),
+            running_var: rand(c, seed + 5).iter().map(|v| 1.5 + v).collect(),
+        };
+        let ts: Vec<Tensor> =
+            [&bn.gamma, &bn.beta, &bn.running_mean, &bn.running_var].iter().map(|v| up(&ctx, v, &[c])).collect();
+        let p = BnParams { gamma: &ts[0], beta: &ts[1], running_mean: &ts[2], running_var: &ts[3] };
+        let (xt, dyt) = (up(&ctx, &x, &s), up(&ctx, &dy, &s));
+        let (dg, db) =
+            (Tensor::uninit(&ctx, &[c], Category::Gradients), Tensor::uninit(&ctx, &[c], Category::Gradients));
+        let mut e = enc(&ctx);
+        let (y, saved) = ops::batchnorm_train_forward(&ctx, &mut e, &xt, &p).unwrap();
+        let dx = ops::batchnorm_backward(&ctx, &mut e, &dyt, &xt, &saved, p.gamma, &dg, &db).unwrap();
+        let ye = ops::batchnorm_eval_forward(&ctx, &mut e, &xt, &p).unwrap();
+        ctx.queue.submit([e.finish()]);
+        let (ry, rmean, rinv) = rt::batchnorm_train_forward(&x, s, &mut bn);
+        close(&read(&ctx, &saved.mean), &rmean, BN_TOL, "bn mean");
+        close(&read(&ctx, &saved.invstd), &rinv, BN_TOL, "bn invstd");
+        close(&read(&ctx, &y), &ry, BN_TOL, "bn y");
+        close(&read(&ctx, &ts[2]), &bn.running_mean, BN_TOL, "running mean");
+        close(&read(&ctx, &ts[3]), &bn.running_var, BN_TOL, "running var");
+        close(&read(&ctx, &ye), &rt::batchnorm_eval_forward(&x, s, &bn), BN_TOL, "bn eval y");
+        let (rdx, rdg, rdb) = rt::batchnorm_backward(&dy, &x, s, &rmean, &rinv, &bn.gamma);
+        close(&read(&ctx, &dx), &rdx, BN_TOL, "bn dx");
+        close(&read(&ctx, &dg), &rdg, BN_TOL, "bn dgamma");
+        close(&read(&ctx, &db), &rdb, BN_TOL, "bn dbeta");
+    }
+}
+
+#[test]
+fn cross_entropy_matches_reference() {
+    let Some(ctx) = common::gpu() else { return };
+    let acc = Tensor::from_slice(&ctx, &[0.0, 0.0], &[2], Category::Workspace).unwrap();
+    let (mut sum_loss, mut sum_hits) = (0f64, 0f64);
+    for (k, (b, c)) in [(1usize, 3usize), (7, 10), (300, 10), (64, 100)].into_iter().enumerate() {
+        let logits: Vec<f32> = rand(b * c, 60 + k as u64).iter().map(|v| 4.0 * v).collect();
+        let mut g = SplitMix64::new(70 + k as u64);
+        let labels: Vec<u8> = (0..b).map(|_| g.below(c) as u8).collect();
+        let (lt, lab) = (up(&ctx, &logits, &[b, c]), ops::upload_labels(&ctx, &labels));
+        let mut e = enc(&ctx);
+        let out = ops::cross_entropy_forward(&ctx, &mut e, &lt, &lab).unwrap();
+        let dx = ops::cross_entropy_backward(&ctx, &mut e, &out.probs, &lab).unwrap();
+        ops::accumulate_metrics(&ctx, &mut e, &out, &acc).unwrap();
+        ctx.queue.submit([e.finish()]);
+        let (loss, correct, probs) = r::cross_entropy_forward(&logits, &labels, c);
+        close(&read(&ctx, &out.loss), &[loss as f32], TOL, "loss");
+        assert_eq!(read(&ctx, &out.correct), [correct as f32], "correct");
+        close(&read(&ctx, &out.probs), &probs, TOL, "probs");
+        close(&read(&ctx, &dx), &r::cross_entropy_backward(&probs, &labels, c), TOL, "ce grad");
+        sum_loss += f64::from(read(&ctx, &out.loss)[0]);
+        sum_hits += correct as f64;
+    }
+    close(&read(&ctx, &acc), &[sum_loss as f32, sum_hits as f32], TOL, "metrics accumulator");
+}
+
+#[test]
+fn optimizers_match_reference_over_three_steps() {
+    let Some(ctx) = common::gpu() else { return };
+    let n = 1000;
+    let sgds = [
+        SgdParams { lr: 0.1, momentum: 0.0, weight_decay: 0.0, nesterov: false },
+        SgdParams { lr: 0.05, momentum: 0.9, weight_decay: 5e-4, nesterov: false },
+        SgdParams { lr: 0.05, momentum: 0.9, weight_decay: 1e-2, nesterov: true },
+    ];
+    for (k, h) in sgds.into_iter().enumerate() {
+        let (mut w, mut buf) = (rand(n, 80 + k as u64), vec![0f32; n]);
+        let (wt, bt) = (up(&ctx, &w, &[n]), up(&ctx, &buf, &[n]));
+        for step in 0..3u64 {
+            let g = rand(n, 90 + 10 * k as u64 + step);
+            let gt = up(&ctx, &g, &[n]);
+            let mut e = enc(&ctx);
+            ops::sgd_step(&ctx, &mut e, &wt, &gt, (h.momentum != 0.0).then_some(&bt), h).unwrap();
+            ctx.queue.submit([e.finish()]);
+            rt::sgd_step(&mut w, &g, &mut buf, h);
+        }
+        close(&read(&ctx, &wt), &w, TOL, &format!("sgd {h:?}"));
+    }
+    let (mut w, mut m, mut v) = (rand(n, 7), vec![0f32; n], vec![0f32; n]);
+    let (wt, mt, vt) = (up(&ctx, &w, &[n]), up(&ctx, &m, &[n]), up(&ctx, &v, &[n]));
+    for step in 1..=3u32 {
+        let h = AdamParams { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 1e-2, step };
+        let g = rand(n, 100 + u64::from(step));
+        let gt = up(&ctx, &g, &[n]);
+        let mut e = enc(&ctx);
+        ops::adamw_step(&ctx, &mut e, &wt, &gt, &mt, &vt, h).unwrap();
+        ctx.queue.submit([e.finish()]);
+        rt::adamw_step(&mut w, &g, &mut m, &mut v, h);
+    }
+    close(&read(&ctx, &wt), &w, TOL, "adamw param");
+    close(&read(&ctx, &mt), &m, TOL, "adamw m");
+    close(&read(&ctx, &vt), &v, TOL, "adamw v");
+}
+
+#[test]
+fn shape_errors_are_reported() {
+    let Some(ctx) = common::gpu() else { return };
+    let x = up(&ctx, &rand(2 * 3 * 5 * 4, 1), &[2, 3, 5, 4]);
+    let y = up(&ctx, &rand(6, 2), &[6]);
+    let mut e = enc(&ctx);
+    let err = ops::maxpool2_forward(&ctx, &mut e, &x).unwrap_err();
+    assert!(err.to_string().contains("[2, 3, 5, 4]"), "{err}");
+    assert!(ops::add(&ctx, &mut e, &x, &y).is_err());
+    assert!(ops::add_into(&ctx, &mut e, &y, &y).is_err());
+    assert!(ops::avgpool_forward(&ctx, &mut e, &y).is_err());
+    let (_, mask) = ops::relu_forward(&ctx, &mut e, &y).unwrap();
+    assert!(ops::relu_backward(&ctx, &mut e, &x, &mask).is_err());
+    let lab = ops::upload_labels(&ctx, &[0, 7]);
+    let logits = up(&ctx, &rand(12, 3), &[2, 6]);
+    assert!(ops::cross_entropy_forward(&ctx, &mut e, &logits, &lab).is_err(), "label 7 of 6 classes");
+    let c = up(&ctx, &[1.0; 3], &[3]);
+    let p = BnParams { gamma: &y, beta: &c, running_mean: &c, running_var: &c };
+    assert!(ops::batchnorm_train_forward(&ctx, &mut e, &x, &p).is_err(), "gamma [6] for 3 channels");
+    let h = SgdParams { lr: 0.1, momentum: 0.9, weight_decay: 0.0, nesterov: false };
+    assert!(ops::sgd_step(&ctx, &mut e, &y, &y, None, h).is_err(), "momentum without a buffer");
+}
