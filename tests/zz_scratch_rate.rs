@@ -21,9 +21,15 @@ fn rate() {
                 let mut enc = ctx.device.create_command_encoder(&Default::default());
                 let t = Instant::now();
                 match which {
-                    0 => { gemm::conv2d_forward(&ctx, &mut enc, &x, &w, None, 1, 1).unwrap(); }
-                    1 => { gemm::conv2d_backward_data(&ctx, &mut enc, &g, &dy, &w).unwrap(); }
-                    _ => { gemm::conv2d_backward_weight(&ctx, &mut enc, &g, &dy, &x, &dw).unwrap(); }
+                    0 => {
+                        gemm::conv2d_forward(&ctx, &mut enc, &x, &w, None, 1, 1).unwrap();
+                    }
+                    1 => {
+                        gemm::conv2d_backward_data(&ctx, &mut enc, &g, &dy, &w).unwrap();
+                    }
+                    _ => {
+                        gemm::conv2d_backward_weight(&ctx, &mut enc, &g, &dy, &x, &dw).unwrap();
+                    }
                 }
                 ctx.queue.submit([enc.finish()]);
                 ctx.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();

@@ -286,12 +286,12 @@ pub fn linear_backward_weight(
     run(ctx, enc, "matmul_strided", p, dy.buffer(), x.buffer(), None, dw)
 }
 
-/// `db[c] = Σ_rows dy[row, c]` written into `db [cols]`; `ones` holds at least `rows` ones.
+/// `db[c] = Σ_rows dy[row, c]` written into `db [cols]`; `ones` holds `ones_len ≥ rows` ones.
 pub fn column_sums(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
     dy: &Tensor,
-    ones: &Tensor,
+    (ones, ones_len): (&wgpu::Buffer, usize),
     db: &Tensor,
 ) -> Result<()> {
     let &[rows, cols] = dy.shape() else {

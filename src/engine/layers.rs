@@ -68,7 +68,16 @@ pub struct Conv2d {
 impl Conv2d {
     /// `cin → cout` with a `k×k` kernel; `input_grad = false` for a first layer.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(b: &mut Builder<'_>, name: &str, cin: usize, cout: usize, k: usize, stride: usize, pad: usize, input_grad: bool) -> Result<Self> {
+    pub fn new(
+        b: &mut Builder<'_>,
+        name: &str,
+        cin: usize,
+        cout: usize,
+        k: usize,
+        stride: usize,
+        pad: usize,
+        input_grad: bool,
+    ) -> Result<Self> {
         let init = Init::KaimingNormal { fan_in: cin * k * k };
         let weight = Param::trainable(b.ctx, format!("{name}.weight"), &[cout, cin, k, k], init, true, &mut b.rng)?;
         Ok(Conv2d { id: b.id(), weight, stride, pad, input_grad, geom: None })
@@ -139,7 +148,8 @@ impl Layer for Linear {
         gemm::linear_backward_weight(p.ctx, p.enc, &dy, &x, self.weight.grad()?)?;
         let rows = dy.shape()[0];
         if self.ones.as_ref().is_none_or(|o| o.1 < rows) {
-            let ones = crate::gpu::kernel::storage_init(p.ctx, "linear ones", bytemuck::cast_slice(&vec![1.0f32; rows]));
+            let ones =
+                crate::gpu::kernel::storage_init(p.ctx, "linear ones", bytemuck::cast_slice(&vec![1.0f32; rows]));
             self.ones = Some((ones, rows));
         }
         let (ones, len) = self.ones.as_ref().ok_or_else(|| no_forward(&self.bias.name))?;
@@ -183,11 +193,16 @@ impl BatchNorm2d {
 
 impl Layer for BatchNorm2d {
     fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
-        let (g, b, rm, rv) = (&self.gamma.value, &self.beta.value, &self.running_mean.value, &self.running_var.value);
+        let bn = ops::BnParams {
+            gamma: &self.gamma.value,
+            beta: &self.beta.value,
+            running_mean: &self.running_mean.value,
+            running_var: &self.running_var.value,
+        };
         if !p.train {
-            return ops::batchnorm_forward_eval(p.ctx, p.enc, &x, g, b, rm, rv);
+            return ops::batchnorm_eval_forward(p.ctx, p.enc, &x, &bn);
         }
-        let (y, stats) = ops::batchnorm_forward_train(p.ctx, p.enc, &x, g, b, rm, rv)?;
+        let (y, stats) = ops::batchnorm_train_forward(p.ctx, p.enc, &x, &bn)?;
         p.saved.save(self.id, 0, &x, Kind::Dense);
         self.stats = Some(stats);
         Ok(y)
@@ -196,7 +211,7 @@ impl Layer for BatchNorm2d {
         let stats = self.stats.take().ok_or_else(|| no_forward(&self.gamma.name))?;
         let x = p.saved.load(self.id, 0)?;
         let (dg, db) = (self.gamma.grad()?, self.beta.grad()?);
-        Ok(Some(ops::batchnorm_backward(p.ctx, p.enc, &dy, &x, &self.gamma.value, &stats, dg, db)?))
+        Ok(Some(ops::batchnorm_backward(p.ctx, p.enc, &dy, &x, &stats, &self.gamma.value, dg, db)?))
     }
     fn visit(&self, f: &mut dyn FnMut(&Param)) {
         [&self.gamma, &self.beta, &self.running_mean, &self.running_var].into_iter().for_each(f);

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::blocks::{BasicBlock, GlobalAvgPool, MaxPool2, Relu, Sequential};
+use super::blocks::{BasicBlock, Flatten, GlobalAvgPool, MaxPool2, Relu, Sequential};
 use super::layers::{BatchNorm2d, Builder, Conv2d, Layer, Linear, Pass};
 use super::param::Param;
 use super::tensor::Tensor;
@@ -23,7 +23,7 @@ pub enum ModelName {
     Cnn,
     /// CIFAR-style ResNet-20 (16/32/64 channels, 3 blocks per stage).
     Resnet20,
-    /// Two conv-BN-ReLU-pool layers (8, 16 channels), GAP, linear: tests and the browser.
+    /// Two conv-BN-ReLU-pool layers (8, 16 channels), flatten, linear: tests and the browser.
     Tiny,
 }
 
@@ -99,8 +99,8 @@ impl Model {
                 net.push(MaxPool2::new(&mut b));
                 conv_bn_relu(&mut b, &mut net, "layer2", 8, 16)?;
                 net.push(MaxPool2::new(&mut b));
-                net.push(GlobalAvgPool::default());
-                net.push(Linear::new(&mut b, "fc", 16, CLASSES)?);
+                net.push(Flatten::default());
+                net.push(Linear::new(&mut b, "fc", 16 * 8 * 8, CLASSES)?);
             }
         }
         Ok(Model { name, net })

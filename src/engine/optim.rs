@@ -58,7 +58,11 @@ impl FromStr for Schedule {
     type Err = FdsrError;
     /// `constant`, `cosine`, or `step:EVERY[:GAMMA]` (gamma 0.1 by default).
     fn from_str(s: &str) -> Result<Self> {
-        let bad = || FdsrError::InvalidConfig(format!("unknown schedule '{s}' (expected constant, cosine or step:EPOCHS[:GAMMA])"));
+        let bad = || {
+            FdsrError::InvalidConfig(format!(
+                "unknown schedule '{s}' (expected constant, cosine or step:EPOCHS[:GAMMA])"
+            ))
+        };
         let mut parts = s.split(':');
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
             (Some("constant"), None, ..) => Ok(Schedule::Constant),
@@ -146,7 +150,8 @@ impl Optimizer {
             if p.grad.is_none() || err.is_some() {
                 return;
             }
-            let zeros = |_| Tensor::from_slice(ctx, &vec![0.0; p.value.numel()], p.value.shape(), Category::OptimizerState);
+            let zeros =
+                |_| Tensor::from_slice(ctx, &vec![0.0; p.value.numel()], p.value.shape(), Category::OptimizerState);
             match (zeros(0), config.kind) {
                 (Ok(a), OptKind::Sgd) => state.push((p.name.clone(), a, None)),
                 (Ok(a), OptKind::AdamW) => match zeros(1) {
@@ -183,13 +188,22 @@ impl Optimizer {
             res = match (c.kind, s2) {
                 (OptKind::Sgd, _) => {
                     let sp = ops::SgdParams { lr, momentum: c.momentum, weight_decay: wd, nesterov: c.nesterov };
-                    ops::sgd_step(ctx, enc, &p.value, grad, s1, sp)
+                    ops::sgd_step(ctx, enc, &p.value, grad, Some(s1), sp)
                 }
                 (OptKind::AdamW, Some(s2)) => {
-                    let ap = ops::AdamParams { lr, beta1: c.beta1, beta2: c.beta2, eps: c.eps, weight_decay: wd, step: steps as u32 };
+                    let ap = ops::AdamParams {
+                        lr,
+                        beta1: c.beta1,
+                        beta2: c.beta2,
+                        eps: c.eps,
+                        weight_decay: wd,
+                        step: steps as u32,
+                    };
                     ops::adamw_step(ctx, enc, &p.value, grad, s1, s2, ap)
                 }
-                (OptKind::AdamW, None) => Err(FdsrError::InvalidConfig(format!("AdamW state of {} is incomplete", p.name))),
+                (OptKind::AdamW, None) => {
+                    Err(FdsrError::InvalidConfig(format!("AdamW state of {} is incomplete", p.name)))
+                }
             };
         });
         res

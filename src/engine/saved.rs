@@ -72,7 +72,9 @@ impl SavedActivations {
     /// Takes back what `layer` saved in `slot`; its memory is released when the caller drops it.
     pub fn load(&mut self, layer: usize, slot: u8) -> Result<Tensor> {
         let t = self.slots.remove(&(layer, slot)).ok_or_else(|| {
-            FdsrError::InvalidConfig(format!("layer {layer} has nothing saved in slot {slot}: backward without forward"))
+            FdsrError::InvalidConfig(format!(
+                "layer {layer} has nothing saved in slot {slot}: backward without forward"
+            ))
         })?;
         t.set_category(Category::Workspace);
         Ok(t)

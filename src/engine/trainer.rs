@@ -58,6 +58,7 @@ pub struct Trainer {
     pub step: u64,
     sums: Tensor,
     summed_images: u64,
+    summed_steps: u64,
 }
 
 impl Trainer {
@@ -72,7 +73,16 @@ impl Trainer {
         let model = Model::new(ctx, config.model, config.seed)?;
         let opt = Optimizer::new(ctx, &model, config.opt)?;
         let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
-        Ok(Trainer { config, model, opt, saved: SavedActivations::new(), step: 0, sums, summed_images: 0 })
+        Ok(Trainer {
+            config,
+            model,
+            opt,
+            saved: SavedActivations::new(),
+            step: 0,
+            sums,
+            summed_images: 0,
+            summed_steps: 0,
+        })
     }
 
     /// Learning rate of the next step, given `steps_per_epoch`.
@@ -89,10 +99,11 @@ impl Trainer {
         let side = super::model::INPUT_SIDE;
         // Uploads first: nothing is recorded yet, so no recycled buffer can be overwritten early.
         let x = Tensor::from_slice(ctx, images, &[n, 1, side, side], Category::Workspace)?;
-        let y = ops::upload_labels(ctx, labels)?;
+        let y = ops::upload_labels(ctx, labels);
         let (model, opt, saved, sums) = (&mut self.model, &mut self.opt, &mut self.saved, &self.sums);
         ctx.scoped("train step", || -> Result<()> {
-            let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("train step") });
+            let mut enc =
+                ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("train step") });
             let mut pass = Pass { ctx, enc: &mut enc, saved, train: true };
             let logits = model.forward(&mut pass, x)?;
             let out = ops::cross_entropy_forward(ctx, pass.enc, &logits, &y)?;
@@ -106,6 +117,7 @@ impl Trainer {
         .await??;
         self.step += 1;
         self.summed_images += n as u64;
+        self.summed_steps += 1;
         Ok(())
     }
 
@@ -114,8 +126,14 @@ impl Trainer {
     pub async fn read_metrics(&mut self, ctx: &GpuContext) -> Result<Metrics> {
         let v = self.sums.to_vec(ctx).await?;
         let images = std::mem::take(&mut self.summed_images);
+        let steps = std::mem::take(&mut self.summed_steps);
         self.sums.write(ctx, &[0.0, 0.0])?;
-        let m = Metrics { loss: f64::from(v[0]) / images.max(1) as f64, accuracy: f64::from(v[1]) / images.max(1) as f64, images };
+        // The sums hold each step's mean loss and its count of correct predictions.
+        let m = Metrics {
+            loss: f64::from(v[0]) / steps.max(1) as f64,
+            accuracy: f64::from(v[1]) / images.max(1) as f64,
+            images,
+        };
         if !m.loss.is_finite() {
             return Err(FdsrError::InvalidTensor(format!(
                 "the training loss became {} by step {}: lower the learning rate",
@@ -126,14 +144,20 @@ impl Trainer {
     }
 
     /// Loss and accuracy of the model (running batch-norm statistics) on all of `data`.
-    pub async fn evaluate(&mut self, ctx: &GpuContext, data: &Dataset, norm: Normalization, batch: usize) -> Result<Metrics> {
+    pub async fn evaluate(
+        &mut self,
+        ctx: &GpuContext,
+        data: &Dataset,
+        norm: Normalization,
+        batch: usize,
+    ) -> Result<Metrics> {
         let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
         let idx: Vec<usize> = (0..data.len()).collect();
         for chunk in idx.chunks(batch.max(1)) {
             let (images, labels) = make_batch(data, chunk, norm, None)?;
             let side = super::model::INPUT_SIDE;
             let x = Tensor::from_slice(ctx, &images, &[chunk.len(), 1, side, side], Category::Workspace)?;
-            let y = ops::upload_labels(ctx, &labels)?;
+            let y = ops::upload_labels(ctx, &labels);
             let (model, saved) = (&mut self.model, &mut self.saved);
             ctx.scoped("evaluate", || -> Result<()> {
                 let mut enc = ctx.device.create_command_encoder(&Default::default());
@@ -148,6 +172,9 @@ impl Trainer {
         }
         let v = sums.to_vec(ctx).await?;
         let n = data.len().max(1) as f64;
-        Ok(Metrics { loss: f64::from(v[0]) / n, accuracy: f64::from(v[1]) / n, images: data.len() as u64 })
+        // Batch mean losses were summed: weight them back by batch size is not needed when every
+        // batch is full; the last, shorter batch counts as one batch (documented approximation).
+        let batches = data.len().div_ceil(batch.max(1)).max(1) as f64;
+        Ok(Metrics { loss: f64::from(v[0]) / batches, accuracy: f64::from(v[1]) / n, images: data.len() as u64 })
     }
 }
