@@ -47,6 +47,9 @@ pub enum FdsrError {
     /// Serialized bytes are malformed, truncated or inconsistent.
     #[error("corrupt compressed data: {0}")]
     Corrupt(String),
+    /// A safetensors file (a checkpoint) is malformed, truncated or inconsistent.
+    #[error("invalid safetensors data: {0}")]
+    Safetensors(String),
     /// File or stream I/O.
     #[error("{path}: {source}")]
     Io {

@@ -1,5 +1,6 @@
 //! Tensors in and out of files: `.npy` reading (float32 or float16, C order, rank 1 to 4), `.npy`
-//! float32 writing, and atomic file writes for every output of the CLI.
+//! float32 writing, safetensors checkpoints ([`safetensors`]), and atomic file writes for every
+//! output of the CLI.
 //!
 //! Parsing works on bytes and compiles everywhere (the browser can hand over a file's bytes); the
 //! file functions ([`read_npy`], [`write_npy`], [`write_atomic`]) are native only. Malformed input of
@@ -18,6 +19,7 @@ use crate::error::{FdsrError, Result};
 #[cfg(not(target_arch = "wasm32"))]
 mod fs;
 mod npy_header;
+pub mod safetensors;
 #[cfg(test)]
 mod tests;
 

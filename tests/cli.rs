@@ -169,3 +169,14 @@ fn allow_nonfinite_keeps_lossless_bits_and_zeroes_lossy_ones() {
     ok(&fdsr(&["decompress", p(&packed), "-o", p(&back)]), "uniform");
     assert!(read_npy(&back).unwrap().data.iter().all(|v| v.is_finite()));
 }
+
+#[test]
+fn data_fetch_rejects_unknown_data_sets_and_dir_with_all() {
+    let o = fdsr(&["data", "fetch", "--dataset", "cifar"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("\"cifar\"") && e.contains("fashion-mnist, mnist"), "{e}");
+    let o = fdsr(&["data", "fetch", "--dir", "somewhere"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("--dir needs a single --dataset"), "{e}");
+    assert!(!Path::new("somewhere").exists());
+}

