@@ -221,3 +221,19 @@ fn shape_errors_are_reported() {
     let h = SgdParams { lr: 0.1, momentum: 0.9, weight_decay: 0.0, nesterov: false };
     assert!(ops::sgd_step(&ctx, &mut e, &y, &y, None, h).is_err(), "momentum without a buffer");
 }
+
+/// More than 65535 workgroups of 256: the kernels linearize the 2-D grid.
+#[test]
+fn add_covers_a_two_dimensional_grid() {
+    let Some(ctx) = common::gpu() else { return };
+    let n = 65535 * 256 + 300;
+    let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| (i % 777) as f32 - 300.0).collect();
+    let (at, bt) = (up(&ctx, &a, &[n]), up(&ctx, &b, &[n]));
+    let mut e = enc(&ctx);
+    let s = ops::add(&ctx, &mut e, &at, &bt).unwrap();
+    ctx.queue.submit([e.finish()]);
+    let got = read(&ctx, &s);
+    let bad = (0..n).find(|&i| got[i] != a[i] + b[i]);
+    assert_eq!(bad, None, "first wrong sum");
+}

@@ -64,7 +64,7 @@ fn params(shape: [usize; 4], what: &str) -> Result<PoolParams> {
 }
 
 fn even(shape: [usize; 4], what: &str) -> Result<()> {
-    if shape[2] % 2 != 0 || shape[3] % 2 != 0 {
+    if !shape[2].is_multiple_of(2) || !shape[3].is_multiple_of(2) {
         return Err(FdsrError::InvalidTensor(format!("{what} needs even H and W, got {shape:?}")));
     }
     Ok(())
