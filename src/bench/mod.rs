@@ -5,3 +5,5 @@ pub mod quality;
 pub mod smoke;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod speed;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod train;

@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod blocks;
+pub mod checkpoint;
 pub mod gemm;
 pub mod layers;
 pub mod model;
@@ -10,9 +11,11 @@ pub mod ops;
 pub mod optim;
 pub mod param;
 pub mod saved;
+pub mod session;
 pub mod tensor;
 pub mod trainer;
 
 pub use model::{Model, ModelName};
 pub use tensor::Tensor;
+pub use session::Session;
 pub use trainer::{Metrics, TrainConfig, Trainer};

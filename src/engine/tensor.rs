@@ -32,6 +32,8 @@ pub fn numel(shape: &[usize]) -> usize {
 
 impl Tensor {
     /// A tensor of `shape` whose contents are undefined until a kernel writes them.
+    // On wasm32 wgpu resources are neither Send nor Sync; the Arc only shares ownership there.
+    #[allow(clippy::arc_with_non_send_sync)]
     pub fn uninit(ctx: &GpuContext, shape: &[usize], category: Category) -> Tensor {
         let bytes = (numel(shape) as u64 * 4).max(4);
         Tensor { buf: Arc::new(ctx.pool.get(&ctx.device, category, bytes, USAGE)), shape: shape.to_vec() }

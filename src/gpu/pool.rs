@@ -18,6 +18,19 @@ pub enum Category {
     Workspace,
 }
 
+impl Category {
+    /// Snake-case name, as in metrics files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Weights => "weights",
+            Category::Gradients => "gradients",
+            Category::OptimizerState => "optimizer_state",
+            Category::SavedActivations => "saved_activations",
+            Category::Workspace => "workspace",
+        }
+    }
+}
+
 /// All categories, in report order.
 pub const CATEGORIES: [Category; 5] =
     [Category::Weights, Category::Gradients, Category::OptimizerState, Category::SavedActivations, Category::Workspace];

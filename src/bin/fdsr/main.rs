@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 mod bench_cmd;
 mod inspect;
+mod train_cmd;
 
 #[derive(Parser)]
 #[command(name = "fdsr", version, about = "FDSR activation compression on any GPU (wgpu)")]
@@ -34,6 +35,8 @@ enum Cmd {
     Inspect(inspect::InspectArgs),
     /// Benchmarks (quality table, codec speed).
     Bench(bench_cmd::BenchArgs),
+    /// Train a model (cnn, resnet20, tiny) on Fashion-MNIST or MNIST.
+    Train(train_cmd::TrainArgs),
     /// Data sets.
     #[command(subcommand)]
     Data(DataCmd),
@@ -200,6 +203,7 @@ fn main() -> ExitCode {
         Cmd::Decompress { input, output } => decompress_cmd(input, output),
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
+        Cmd::Train(a) => train_cmd::run(a),
         Cmd::Data(DataCmd::Fetch { dataset, dir }) => fetch_cmd(dataset, dir.as_deref()),
     };
     match r {

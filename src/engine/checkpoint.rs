@@ -1,0 +1,108 @@
+//! Checkpoints: every parameter, buffer and optimizer state tensor plus the step, as safetensors
+//! (`fdsr-checkpoint` metadata), and their restoration with checks of model and configuration.
+
+use super::trainer::{TrainConfig, Trainer};
+use crate::error::{FdsrError, Result};
+use crate::gpu::GpuContext;
+use crate::io::safetensors::{NamedTensor, SafeTensors};
+
+/// Value of the `format` metadata key.
+pub const FORMAT: &str = "fdsr-checkpoint-1";
+
+/// What must match for a checkpoint to continue a run (everything that changes the result).
+pub fn config_key(c: &TrainConfig) -> String {
+    format!(
+        "model={} epochs={} batch={} lr={} schedule={} opt={} momentum={} nesterov={} wd={} betas={},{} eps={} seed={} augment={}",
+        c.model,
+        c.epochs,
+        c.batch,
+        c.lr,
+        c.schedule,
+        c.opt.kind,
+        c.opt.momentum,
+        c.opt.nesterov,
+        c.opt.weight_decay,
+        c.opt.beta1,
+        c.opt.beta2,
+        c.opt.eps,
+        c.seed,
+        c.augment
+    )
+}
+
+/// The trainer's whole state (reads every tensor back from the device).
+pub async fn save(ctx: &GpuContext, t: &Trainer, extra: &[(&str, String)]) -> Result<SafeTensors> {
+    let mut tensors = Vec::new();
+    let mut params = Vec::new();
+    t.model.visit(&mut |p| params.push((p.name.clone(), p.value.clone())));
+    for (name, v) in params {
+        tensors.push(NamedTensor::from_f32(name, v.shape().to_vec(), &v.to_vec(ctx).await?));
+    }
+    for (name, s1, s2) in &t.opt.state {
+        tensors.push(NamedTensor::from_f32(format!("optim.{name}.0"), s1.shape().to_vec(), &s1.to_vec(ctx).await?));
+        if let Some(s2) = s2 {
+            tensors.push(NamedTensor::from_f32(format!("optim.{name}.1"), s2.shape().to_vec(), &s2.to_vec(ctx).await?));
+        }
+    }
+    let mut metadata = vec![
+        ("format".to_string(), FORMAT.to_string()),
+        ("model".to_string(), t.config.model.to_string()),
+        ("config".to_string(), config_key(&t.config)),
+        ("step".to_string(), t.step.to_string()),
+        ("optimizer_steps".to_string(), t.opt.steps.to_string()),
+    ];
+    metadata.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    Ok(SafeTensors { tensors, metadata })
+}
+
+fn meta<'a>(st: &'a SafeTensors, key: &str) -> Result<&'a str> {
+    st.meta(key).ok_or_else(|| FdsrError::Corrupt(format!("checkpoint has no '{key}' metadata")))
+}
+
+fn number(st: &SafeTensors, key: &str) -> Result<u64> {
+    let v = meta(st, key)?;
+    v.parse().map_err(|_| FdsrError::Corrupt(format!("checkpoint metadata {key}='{v}' is not a number")))
+}
+
+/// Loads `st` into `t` (built with the same configuration): every tensor by name and shape.
+/// Nothing is changed unless every check passes.
+pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()> {
+    if meta(st, "format")? != FORMAT {
+        return Err(FdsrError::Corrupt(format!("not an fdsr checkpoint (format '{}')", meta(st, "format")?)));
+    }
+    let model = meta(st, "model")?;
+    if model != t.config.model.to_string() {
+        return Err(FdsrError::InvalidConfig(format!(
+            "the checkpoint is of model {model}, this run trains {}",
+            t.config.model
+        )));
+    }
+    let (theirs, ours) = (meta(st, "config")?, config_key(&t.config));
+    if theirs != ours {
+        return Err(FdsrError::InvalidConfig(format!("the checkpoint's run ({theirs}) differs from this one ({ours})")));
+    }
+    let (step, opt_steps) = (number(st, "step")?, number(st, "optimizer_steps")?);
+    let mut writes = Vec::new();
+    let mut missing = None;
+    let mut check = |name: &str, target: &super::Tensor| match st.f32(name) {
+        Ok(v) if st.get(name).is_some_and(|n| n.shape == target.shape()) => writes.push((target.clone(), v)),
+        Ok(_) => missing = Some(format!("{name} has another shape than {:?}", target.shape())),
+        Err(e) => missing = Some(e.to_string()),
+    };
+    t.model.visit(&mut |p| check(&p.name, &p.value));
+    for (name, s1, s2) in &t.opt.state {
+        check(&format!("optim.{name}.0"), s1);
+        if let Some(s2) = s2 {
+            check(&format!("optim.{name}.1"), s2);
+        }
+    }
+    if let Some(m) = missing {
+        return Err(FdsrError::Corrupt(format!("checkpoint: {m}")));
+    }
+    for (target, v) in writes {
+        target.write(ctx, &v)?;
+    }
+    t.step = step;
+    t.opt.steps = opt_steps;
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! Checkpoints: a run interrupted mid-epoch and resumed from its checkpoint ends with the same
+//! weights as an uninterrupted run; checkpoints of another model or run are refused.
+
+mod common;
+
+use fdsr::data::synthetic;
+use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
+use fdsr::engine::{checkpoint, ModelName, Session, TrainConfig, Trainer};
+use fdsr::io::safetensors::SafeTensors;
+use fdsr::GpuContext;
+
+fn config(opt: OptKind) -> TrainConfig {
+    TrainConfig {
+        model: ModelName::Tiny,
+        epochs: 2,
+        batch: 8,
+        lr: 0.05,
+        schedule: Schedule::Cosine,
+        opt: OptConfig::defaults(opt),
+        seed: 9,
+        augment: true,
+    }
+}
+
+fn session(ctx: &GpuContext, cfg: TrainConfig) -> Session {
+    Session::new(Trainer::new(ctx, cfg).unwrap(), synthetic::images(20, 28, 28, 10, 4)).unwrap()
+}
+
+fn weights(ctx: &GpuContext, s: &Session) -> Vec<f32> {
+    let mut out = Vec::new();
+    s.trainer.model.visit(&mut |p| out.extend(pollster::block_on(p.value.to_vec(ctx)).unwrap()));
+    out
+}
+
+fn run_to_end(ctx: &GpuContext, s: &mut Session) {
+    while !s.done() {
+        pollster::block_on(s.step(ctx)).unwrap();
+    }
+}
+
+#[test]
+fn resumed_run_matches_uninterrupted_run() {
+    let Some(ctx) = common::gpu() else { return };
+    for opt in [OptKind::Sgd, OptKind::AdamW] {
+        let mut full = session(&ctx, config(opt));
+        assert_eq!(full.steps_per_epoch(), 2);
+        run_to_end(&ctx, &mut full);
+
+        let mut first = session(&ctx, config(opt));
+        for _ in 0..3 {
+            pollster::block_on(first.step(&ctx)).unwrap();
+        }
+        let bytes = pollster::block_on(checkpoint::save(&ctx, &first.trainer, &[])).unwrap().to_bytes().unwrap();
+        drop(first); // the "killed" run
+
+        let mut resumed = session(&ctx, config(opt));
+        checkpoint::restore(&ctx, &mut resumed.trainer, &SafeTensors::from_bytes(&bytes).unwrap()).unwrap();
+        assert_eq!(resumed.trainer.step, 3);
+        run_to_end(&ctx, &mut resumed);
+        assert_eq!(weights(&ctx, &resumed), weights(&ctx, &full), "{opt}: resumed weights differ");
+    }
+}
+
+#[test]
+fn foreign_checkpoints_are_refused_without_changes() {
+    let Some(ctx) = common::gpu() else { return };
+    let s = session(&ctx, config(OptKind::Sgd));
+    let st = pollster::block_on(checkpoint::save(&ctx, &s.trainer, &[])).unwrap();
+    let mut other = config(OptKind::Sgd);
+    other.lr = 0.1;
+    let mut t = Trainer::new(&ctx, other).unwrap();
+    let e = checkpoint::restore(&ctx, &mut t, &st).unwrap_err();
+    assert!(e.to_string().contains("differs"), "{e}");
+    let mut cnn = config(OptKind::Sgd);
+    cnn.model = ModelName::Cnn;
+    let mut t = Trainer::new(&ctx, cnn).unwrap();
+    let e = checkpoint::restore(&ctx, &mut t, &st).unwrap_err();
+    assert!(e.to_string().contains("model tiny"), "{e}");
+    let mut broken = st.clone();
+    broken.tensors.retain(|n| n.name != "fc.bias");
+    let mut t = Trainer::new(&ctx, config(OptKind::Sgd)).unwrap();
+    assert!(checkpoint::restore(&ctx, &mut t, &broken).is_err());
+    assert_eq!(t.step, 0);
+}
