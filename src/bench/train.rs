@@ -44,9 +44,12 @@ fn seconds(ctx: &GpuContext, f: impl Fn(&mut wgpu::CommandEncoder) -> Result<()>
 /// Copy bandwidth (GB/s) over `mib` MiB and matmul rate (GFLOP/s) of an `n×n×n` product.
 pub fn device_rates(ctx: &GpuContext, mib: usize, n: usize) -> Result<(f64, f64)> {
     let words = mib << 18;
-    let (src, dst) = (storage_zeroed(ctx, "bench src", words as u64 * 4), storage_zeroed(ctx, "bench dst", words as u64 * 4));
+    let (src, dst) =
+        (storage_zeroed(ctx, "bench src", words as u64 * 4), storage_zeroed(ctx, "bench dst", words as u64 * 4));
     let params = uniform(ctx, "copy", &[words as u32, 0, 0, 0]);
-    let copy = seconds(ctx, |enc| dispatch(ctx, enc, "copy", "copy_words", &[&src, &dst, &params], (words as u32).div_ceil(256)))?;
+    let copy = seconds(ctx, |enc| {
+        dispatch(ctx, enc, "copy", "copy_words", &[&src, &dst, &params], (words as u32).div_ceil(256))
+    })?;
     let a = Tensor::from_slice(ctx, &vec![0.5; n * n], &[n, n], Category::Workspace)?;
     let mm = seconds(ctx, |enc| gemm::linear_forward(ctx, enc, &a, &a, None).map(|_| ()))?;
     Ok((2.0 * words as f64 * 4.0 / copy / 1e9, 2.0 * (n * n * n) as f64 / mm / 1e9))

@@ -79,7 +79,9 @@ pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()
     }
     let (theirs, ours) = (meta(st, "config")?, config_key(&t.config));
     if theirs != ours {
-        return Err(FdsrError::InvalidConfig(format!("the checkpoint's run ({theirs}) differs from this one ({ours})")));
+        return Err(FdsrError::InvalidConfig(format!(
+            "the checkpoint's run ({theirs}) differs from this one ({ours})"
+        )));
     }
     let (step, opt_steps) = (number(st, "step")?, number(st, "optimizer_steps")?);
     let mut writes = Vec::new();

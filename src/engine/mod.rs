@@ -16,6 +16,6 @@ pub mod tensor;
 pub mod trainer;
 
 pub use model::{Model, ModelName};
-pub use tensor::Tensor;
 pub use session::Session;
+pub use tensor::Tensor;
 pub use trainer::{Metrics, TrainConfig, Trainer};

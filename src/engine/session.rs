@@ -12,7 +12,8 @@ use crate::gpu::GpuContext;
 pub fn subset(data: &Dataset, indices: &[usize]) -> Result<Dataset> {
     let mut out = Dataset { rows: data.rows, cols: data.cols, images: Vec::new(), labels: Vec::new() };
     for &i in indices {
-        let img = data.image(i).ok_or_else(|| FdsrError::InvalidConfig(format!("index {i} past {} images", data.len())))?;
+        let img =
+            data.image(i).ok_or_else(|| FdsrError::InvalidConfig(format!("index {i} past {} images", data.len())))?;
         out.images.extend_from_slice(img);
         out.labels.push(data.labels[i]);
     }

@@ -88,7 +88,16 @@ fn config(a: &TrainArgs) -> Result<TrainConfig> {
     }
     let lr = a.lr.unwrap_or(if kind == OptKind::Sgd { 0.1 } else { 0.002 });
     let schedule: Schedule = a.schedule.parse()?;
-    Ok(TrainConfig { model: a.model.parse()?, epochs: a.epochs, batch: a.batch, lr, schedule, opt, seed: a.seed, augment: a.augment })
+    Ok(TrainConfig {
+        model: a.model.parse()?,
+        epochs: a.epochs,
+        batch: a.batch,
+        lr,
+        schedule,
+        opt,
+        seed: a.seed,
+        augment: a.augment,
+    })
 }
 
 fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)> {
@@ -133,8 +142,10 @@ impl Metrics {
 
 fn memory(ctx: &GpuContext) -> Value {
     let r = ctx.pool.report();
-    let live: serde_json::Map<String, Value> = CATEGORIES.iter().map(|&c| (c.name().into(), json!(r.live_of(c)))).collect();
-    let peak: serde_json::Map<String, Value> = CATEGORIES.iter().map(|&c| (c.name().into(), json!(r.peak_of(c)))).collect();
+    let live: serde_json::Map<String, Value> =
+        CATEGORIES.iter().map(|&c| (c.name().into(), json!(r.live_of(c)))).collect();
+    let peak: serde_json::Map<String, Value> =
+        CATEGORIES.iter().map(|&c| (c.name().into(), json!(r.peak_of(c)))).collect();
     json!({ "live": live, "peak": peak, "peak_total": r.peak_total })
 }
 

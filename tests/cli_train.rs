@@ -1,0 +1,106 @@
+//! `fdsr train` from the command line on a small synthetic data set (no network): a run writes
+//! metrics, a checkpoint and a JSON summary; bad flags, batches and checkpoints give one clear
+//! error and a non-zero exit code, never a panic.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use fdsr::data::{synthetic, Split};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-train-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn fdsr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fdsr")).args(args).output().expect("the fdsr binary runs")
+}
+
+fn error_of(o: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "exit code 0; stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+/// A data directory with 32 training and 16 test images.
+fn data_dir(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    synthetic::images(32, 28, 28, 10, 1).save(&dir, Split::Train).unwrap();
+    synthetic::images(16, 28, 28, 10, 2).save(&dir, Split::Test).unwrap();
+    dir
+}
+
+#[test]
+fn bad_flags_are_named() {
+    for (flag, value, says) in [
+        ("--model", "vgg", "unknown model"),
+        ("--opt", "rmsprop", "unknown optimizer"),
+        ("--schedule", "linear", "unknown schedule"),
+        ("--dataset", "cifar", "cifar"),
+    ] {
+        let e = error_of(&fdsr(&["train", flag, value]));
+        assert!(e.contains(says), "{flag} {value}: {e}");
+    }
+}
+
+#[test]
+fn a_run_writes_metrics_checkpoint_and_summary_and_resumes() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let data = data_dir("run");
+    let (metrics, ck) = (data.join("m.jsonl"), data.join("ck"));
+    let (d, m, c) = (data.to_str().unwrap(), metrics.to_str().unwrap(), ck.to_str().unwrap());
+    let base = ["train", "--model", "tiny", "--data-dir", d, "--epochs", "2", "--batch", "8", "--quiet"];
+    let mut args = base.to_vec();
+    args.extend(["--metrics", m, "--checkpoint", c, "--log-every", "2"]);
+    let out = fdsr(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(summary["kind"], "summary");
+    assert_eq!(summary["steps"], 8);
+    assert!(summary["test_accuracy"].as_f64().is_some_and(|a| (0.0..=1.0).contains(&a)));
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&metrics).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.iter().filter(|l| l["kind"] == "epoch").count(), 2);
+    let step = lines.iter().find(|l| l["kind"] == "step").unwrap();
+    assert!(step["memory"]["peak"]["saved_activations"].as_u64().unwrap() > 0);
+    assert!(ck.join("checkpoint.safetensors").is_file());
+
+    // The checkpoint holds a finished run: resuming it trains nothing more and says the same.
+    let mut resume = base.to_vec();
+    resume.extend(["--resume", c]);
+    let again = fdsr(&resume);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    // Another model, or a corrupt file, is refused.
+    let mut other = resume.clone();
+    other[2] = "cnn";
+    assert!(error_of(&fdsr(&other)).contains("model tiny"));
+    std::fs::write(ck.join("checkpoint.safetensors"), b"not a checkpoint").unwrap();
+    error_of(&fdsr(&resume));
+}
+
+#[test]
+fn batch_larger_than_the_data_is_refused() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let data = data_dir("batch");
+    let e = error_of(&fdsr(&[
+        "train",
+        "--model",
+        "tiny",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--batch",
+        "64",
+        "--quiet",
+    ]));
+    assert!(e.contains("larger than the 32 training images"), "{e}");
+}
