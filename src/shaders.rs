@@ -25,7 +25,8 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("copy", include_str!("../shaders/copy.wgsl"), false, "rwu"),
     shader("scan", include_str!("../shaders/scan.wgsl"), false, "uww"),
     shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), true, "uurwwwrww"),
-    shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), true, "uurrrrw"),
+    shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), true, "uurrrrwr"),
+    shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), true, "uuruwrww"),
     shader("uniform", include_str!("../shaders/uniform.wgsl"), true, "uurwwwww"),
     shader("division", include_str!("../shaders/division.wgsl"), true, "uurwwwwww"),
 ];

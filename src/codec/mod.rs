@@ -8,6 +8,7 @@ pub mod division_gpu;
 pub mod fdsr_gpu;
 pub mod format;
 pub mod lossless_gpu;
+pub mod reuse_gpu;
 pub mod scan;
 pub mod serialize;
 pub mod tables;
