@@ -74,13 +74,14 @@ fn hits_and_references_agree_with_the_reference() {
     .into_iter()
     .enumerate()
     {
-        let (x, _) = common::with_duplicates(shape, 20 + i as u32, 40, if i == 0 { 0.0 } else { 1e-3 });
+        let (x, _) = common::with_duplicates(shape, 20 + i as u32, 80, if i == 1 { 1e-3 } else { 0.0 });
         let p: Policy = policy.parse().unwrap();
         let opts = CodecOptions { seed: 4, tensor_id: 2, ..Default::default() };
         let (g, gs) = pollster::block_on(compress_with_stats(&ctx, &x, &shape, &p, &opts)).unwrap();
         let (r, rs) = reference::compress_with_stats(&x, &shape, &p, &opts).unwrap();
         let (gs, rs) = (gs.unwrap(), rs.unwrap());
-        assert!(rs.hits >= 10, "{policy}: reference found only {} hits", rs.hits);
+        assert!(rs.hits >= 5, "{policy}: reference found only {} hits", rs.hits);
+        eprintln!("{policy} {shape:?}: GPU {gs:?}, reference {rs:?}");
         assert_eq!(gs.hits as usize, body(&g).refs.len());
         let slack = 2 + rs.eligible / 50;
         assert!(gs.hits.abs_diff(rs.hits) <= slack, "{policy}: GPU {gs:?} vs reference {rs:?}");
