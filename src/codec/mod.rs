@@ -5,6 +5,7 @@ pub mod api;
 pub mod bits;
 pub mod config;
 pub mod division_gpu;
+pub mod fdsr_decode_gpu;
 pub mod fdsr_gpu;
 pub mod format;
 pub mod lossless_gpu;
