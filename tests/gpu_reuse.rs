@@ -41,18 +41,18 @@ fn signatures_match_the_reference_up_to_rounding_near_zero() {
     let a = analyze(&x, &shape, &EDGES, cfg.dc_threshold).unwrap();
     let h = hyperplanes(opts.seed, r.bits);
     let (mut full, mut flips) = (0, 0);
-    for t in 0..a.classes.len() {
-        if a.classes[t] != TileClass::Full || keys[t] == 0 {
+    for (t, &gkey) in keys.iter().enumerate() {
+        if a.classes[t] != TileClass::Full || gkey == 0 {
             continue; // GPU and reference may classify a borderline tile differently
         }
         full += 1;
         let want = tile_key(&h, &a.coefs[t], &r);
-        let diff = want ^ keys[t];
+        let diff = want ^ gkey;
         if diff == 0 {
             continue;
         }
         flips += 1;
-        assert_eq!(diff >> 20, 0, "tile {t}: magnitude keys differ ({want:#x} vs {:#x})", keys[t]);
+        assert_eq!(diff >> 20, 0, "tile {t}: magnitude keys differ ({want:#x} vs {gkey:#x})");
         for i in (0..r.bits as usize).filter(|&i| diff >> i & 1 == 1) {
             let proj = projection(&h, i, &a.coefs[t], r.leading as usize);
             let size: f32 = (1..=r.leading as usize).map(|z| (h[i * 64 + z] * a.coefs[t][z]).abs()).sum();

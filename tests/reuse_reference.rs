@@ -9,7 +9,7 @@ use fdsr::reference::fdsr::analyze;
 use fdsr::reference::quant::{e0_for, encode_scale, scale_value};
 use fdsr::reference::reuse::{self, verify};
 use fdsr::{reference, Body, CodecOptions, Policy, Rounding, TileClass};
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 const EDGES: [u8; 5] = [0, 1, 6, 28, 64];
 
@@ -22,18 +22,16 @@ fn identical_tiles_always_become_references() {
             let (c, st) = reference::compress_with_stats(&x, &shape, &p, &CodecOptions::default()).unwrap();
             let Body::Fdsr(f) = &c.body else { panic!("not fdsr") };
             let a = analyze(&x, &shape, &EDGES, fdsr::codec::config::DEFAULT_DC_THRESHOLD).unwrap();
-            let mut first: HashMap<Vec<u32>, usize> = HashMap::new();
+            let mut seen: HashSet<Vec<u32>> = HashSet::new();
             let mut dups = 0;
             for (t, cls) in a.classes.iter().enumerate() {
                 if *cls != TileClass::Full {
                     continue;
                 }
                 let bits: Vec<u32> = a.coefs[t].iter().map(|v| v.to_bits()).collect();
-                if first.contains_key(&bits) {
+                if !seen.insert(bits) {
                     dups += 1;
                     assert_eq!(f.class(t), TileClass::Reference, "{policy} {shape:?}: duplicate tile {t} not reused");
-                } else {
-                    first.insert(bits, t);
                 }
             }
             assert!(dups >= 10, "{shape:?}: only {dups} duplicates made");
@@ -91,7 +89,7 @@ fn verification_never_accepts_outside_the_bound() {
                     _ => 1.0 + 2e-6 * rng.uniform() as f64,
                 };
                 let d = if bits[j] == 0 { 5.0 * cs[z] as f64 } else { bounds[z] * frac };
-                let sign = if rng.next_u32() % 2 == 0 { 1.0 } else { -1.0 };
+                let sign = if rng.next_u32().is_multiple_of(2) { 1.0 } else { -1.0 };
                 ct[z] = (cs[z] as f64 + sign * d) as f32;
             }
         }
