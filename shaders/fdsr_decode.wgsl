@@ -1,5 +1,6 @@
 // fdsr decoder (docs/CODEC.md): per tile, read its codes at its bit offset, dequantize, inverse
-// DCT, write the cropped 8x8 block. One invocation per tile.
+// DCT, write the cropped 8x8 block. One invocation per tile. A reference tile (class 3) decodes
+// its representative's payload (src[t], a non-reference tile of the chunk) at its own position.
 
 struct DecodeParams {
     planes: u32, h: u32, w: u32, tiles_x: u32,
@@ -14,6 +15,8 @@ struct DecodeParams {
 @group(0) @binding(4) var<storage, read> offsets: array<u32>;
 @group(0) @binding(5) var<storage, read> payload: array<u32>;
 @group(0) @binding(6) var<storage, read_write> output: array<f32>;
+// Per tile: itself, or for a reference tile the non-reference tile it copies.
+@group(0) @binding(7) var<storage, read> src: array<u32>;
 
 fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
 fn band_bits(i: u32) -> u32 { return p.bits[i >> 2u][i & 3u]; }
@@ -72,20 +75,22 @@ fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
                 @builtin(local_invocation_index) lid: u32) {
     let t = group_index(wg, nwg) * 64u + lid;
     if (t >= p.tiles) { return; }
-    let cls = classes[t];
-    let plane = t / p.tiles_per_plane;
+    let st = src[t];
+    let cls = classes[st];
+    let plane = st / p.tiles_per_plane;
+    let out_plane = t / p.tiles_per_plane;
     let r = t % p.tiles_per_plane;
     let y0 = (r / p.tiles_x) * 8u;
     let x0 = (r % p.tiles_x) * 8u;
     let zero = Row(vec4<f32>(0.0), vec4<f32>(0.0));
     var px = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
     if (cls == 1u) {
-        var pos = offsets[t];
+        var pos = offsets[st];
         let v = dc_value(&pos, plane) * 0.125;
         let row = Row(vec4<f32>(v), vec4<f32>(v));
         px = Tile(row, row, row, row, row, row, row, row);
     } else if (cls == 2u) {
-        var pos = offsets[t];
+        var pos = offsets[st];
         var coef: array<f32, 64>;
         coef[0] = dc_value(&pos, plane);
         for (var b = 1u; b < p.nbands; b++) {
@@ -104,7 +109,7 @@ fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
         px = dct_inverse(Tile(coef_row(&coef, 0u), coef_row(&coef, 8u), coef_row(&coef, 16u), coef_row(&coef, 24u),
                               coef_row(&coef, 32u), coef_row(&coef, 40u), coef_row(&coef, 48u), coef_row(&coef, 56u)));
     }
-    let base = plane * p.h * p.w;
+    let base = out_plane * p.h * p.w;
     store_row(base, y0, x0, px.r0);
     store_row(base, y0 + 1u, x0, px.r1);
     store_row(base, y0 + 2u, x0, px.r2);

@@ -14,7 +14,8 @@ pub mod io;
 pub mod reference;
 pub mod shaders;
 
-pub use codec::config::{BitChoice, CodecOptions, FdsrConfig, Policy, Rounding};
+pub use codec::config::{BitChoice, CodecOptions, FdsrConfig, Policy, ReuseConfig, Rounding};
 pub use codec::format::{Body, Compressed, TileClass};
 pub use error::{FdsrError, Result};
 pub use gpu::GpuContext;
+pub use reference::reuse::ReuseStats;

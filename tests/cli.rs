@@ -180,3 +180,36 @@ fn data_fetch_rejects_unknown_data_sets_and_dir_with_all() {
     assert!(!o.status.success() && e.contains("--dir needs a single --dataset"), "{e}");
     assert!(!Path::new("somewhere").exists());
 }
+
+#[test]
+fn reuse_from_the_policy_string_or_the_flag_shows_in_inspect() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let dir = scratch("reuse");
+    let shape = [2, 4, 16, 16];
+    let (x, _) = common::with_duplicates(shape, 20, 80, 0.0);
+    let mut t = fdsr::data::synthetic::activation(&shape, 1).unwrap();
+    t.data = x;
+    write_npy(dir.join("dup.npy"), &t).unwrap();
+    let input = dir.join("dup.npy");
+    for (i, args) in
+        [vec!["--policy", "fdsr:bits=8,4,3,2,reuse"], vec!["--bits", "8,4,3,2", "--reuse"]].into_iter().enumerate()
+    {
+        let out = dir.join(format!("dup{i}.fdsr"));
+        let mut a = vec!["compress", p(&input), "-o", p(&out)];
+        a.extend(args);
+        ok(&fdsr(&a), "compress with reuse");
+        let o = fdsr(&["inspect", p(&out), "--json"]);
+        ok(&o, "inspect");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(v["tile_classes"]["reference"].as_u64().unwrap() > 0, "{v}");
+        assert!(v["reuse_hit_rate"].as_f64().unwrap() > 0.0, "{v}");
+        let back = dir.join(format!("dup{i}.npy"));
+        ok(&fdsr(&["decompress", p(&out), "-o", p(&back)]), "decompress");
+        assert_eq!(read_npy(&back).unwrap().shape, shape.to_vec());
+    }
+    let out = dir.join("bad.fdsr");
+    let line = fails(&fdsr(&["compress", p(&input), "-o", p(&out), "--policy", "uniform:2", "--reuse"]), &out);
+    assert!(line.contains("--reuse"), "{line}");
+}

@@ -1,7 +1,7 @@
 //! Every `#[repr(C)]` parameter struct has exactly the size of its WGSL twin (naga's layouter),
 //! and the buffer pool's accounting adds up.
 
-use fdsr::codec::{division_gpu, fdsr_gpu, scan, tables, uniform_gpu};
+use fdsr::codec::{division_gpu, fdsr_gpu, reuse_gpu, scan, tables, uniform_gpu};
 use fdsr::engine::ops::{batchnorm, elementwise, loss, optim, pool};
 use std::mem::size_of;
 
@@ -20,7 +20,10 @@ fn wgsl_struct_size(shader: &str, name: &str) -> u32 {
 
 #[test]
 fn rust_param_structs_match_wgsl() {
-    let cases: [(&str, &str, usize); 12] = [
+    let cases: [(&str, &str, usize); 15] = [
+        ("fdsr_reuse", "ReuseParams", size_of::<reuse_gpu::ReuseParams>()),
+        ("fdsr_reuse", "Hyper", size_of::<reuse_gpu::Hyper>()),
+        ("fdsr_reuse", "Tables", size_of::<tables::Tables>()),
         ("fdsr_encode", "FdsrParams", size_of::<fdsr_gpu::EncodeParams>()),
         ("fdsr_decode", "DecodeParams", size_of::<fdsr_gpu::DecodeParams>()),
         ("scan", "ScanParams", size_of::<scan::ScanParams>()),

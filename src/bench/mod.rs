@@ -2,6 +2,8 @@
 
 pub mod activations;
 pub mod quality;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod reuse;
 pub mod smoke;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod speed;

@@ -6,6 +6,7 @@ use super::{alloc, fdsr_gpu};
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::storage_init;
 use crate::gpu::GpuContext;
+pub use crate::reference::reuse::ReuseStats;
 
 /// Largest magnitude the codec accepts (scale codes stay in f32's normal range).
 pub const MAX_MAGNITUDE: f32 = 1.329_228e36; // 2^120
@@ -41,6 +42,21 @@ pub async fn compress(
     compress_buffer(ctx, &input, shape, policy, opts).await
 }
 
+/// Like [`compress`], also returning the per-tensor reuse statistics (hits, candidates, false
+/// candidates rejected; `None` unless the policy is `fdsr` on a 4-D tensor with reuse on).
+pub async fn compress_with_stats(
+    ctx: &GpuContext,
+    x: &[f32],
+    shape: &[usize],
+    policy: &Policy,
+    opts: &CodecOptions,
+) -> Result<(Compressed, Option<ReuseStats>)> {
+    validate_input(x, shape)?;
+    policy.validate()?;
+    let input = storage_init(ctx, "fdsr input", bytemuck::cast_slice(x));
+    compress_buffer_with_stats(ctx, &input, shape, policy, opts).await
+}
+
 /// Compresses a tensor already on the device (`STORAGE | COPY_SRC`, f32, finite).
 pub async fn compress_buffer(
     ctx: &GpuContext,
@@ -49,12 +65,28 @@ pub async fn compress_buffer(
     policy: &Policy,
     opts: &CodecOptions,
 ) -> Result<Compressed> {
+    Ok(compress_buffer_with_stats(ctx, input, shape, policy, opts).await?.0)
+}
+
+/// [`compress_buffer`] with the reuse statistics of [`compress_with_stats`].
+pub async fn compress_buffer_with_stats(
+    ctx: &GpuContext,
+    input: &wgpu::Buffer,
+    shape: &[usize],
+    policy: &Policy,
+    opts: &CodecOptions,
+) -> Result<(Compressed, Option<ReuseStats>)> {
     let numel: usize = shape.iter().product();
+    let mut stats = None;
     let body = match policy {
         Policy::Lossless => Body::Lossless { data: super::lossless_gpu::compress(ctx, input, numel).await? },
         Policy::Uniform { bits } => Body::Uniform(super::uniform_gpu::compress(ctx, input, shape, *bits, opts).await?),
         Policy::Division => Body::Division(super::division_gpu::compress(ctx, input, shape, opts).await?),
-        Policy::Fdsr(cfg) if shape.len() == 4 => Body::Fdsr(fdsr_gpu::compress(ctx, input, shape, cfg, opts).await?),
+        Policy::Fdsr(cfg) if shape.len() == 4 => {
+            let (body, st) = fdsr_gpu::compress_with_stats(ctx, input, shape, cfg, opts).await?;
+            stats = st;
+            Body::Fdsr(body)
+        }
         Policy::Fdsr(cfg) => {
             let bits = match &cfg.bits {
                 BitChoice::Budget(b) => alloc::flat_bits_for_budget(numel, *b)?,
@@ -63,7 +95,9 @@ pub async fn compress_buffer(
             Body::Uniform(super::uniform_gpu::compress(ctx, input, shape, bits, opts).await?)
         }
     };
-    Ok(Compressed { shape: shape.to_vec(), seed: opts.seed, tensor_id: opts.tensor_id, rounding: opts.rounding, body })
+    let c =
+        Compressed { shape: shape.to_vec(), seed: opts.seed, tensor_id: opts.tensor_id, rounding: opts.rounding, body };
+    Ok((c, stats))
 }
 
 /// Decompresses to f32 values in the original shape's row-major order.

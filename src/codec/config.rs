@@ -38,6 +38,60 @@ pub struct FdsrConfig {
     pub bits: BitChoice,
     /// AC energy fraction under which a tile is DC-only.
     pub dc_threshold: f32,
+    /// Similarity reuse (LSH) of near-duplicate full tiles; `None` (the default) turns it off.
+    pub reuse: Option<ReuseConfig>,
+}
+
+/// Default number of leading zig-zag coefficients a signature projects.
+pub const DEFAULT_REUSE_LEADING: u8 = 16;
+/// Default number of SimHash bits.
+pub const DEFAULT_REUSE_BITS: u8 = 16;
+/// Default number of claim/verify rounds.
+pub const DEFAULT_REUSE_ROUNDS: u8 = 4;
+
+/// Similarity reuse (docs/CODEC.md, "Similarity reuse"): SimHash signatures over the leading
+/// coefficients, buckets by signature and magnitude key, verification against the bucket's
+/// lowest-index tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReuseConfig {
+    /// Leading AC zig-zag coefficients (1..=K) the hyperplanes project, `K` in 1..=63.
+    pub leading: u8,
+    /// Signature bits, one hyperplane each (1..=20).
+    pub bits: u8,
+    /// Claim/verify rounds (1..=16): tiles that fail verification claim again in the next round.
+    pub rounds: u8,
+}
+
+impl Default for ReuseConfig {
+    fn default() -> Self {
+        Self { leading: DEFAULT_REUSE_LEADING, bits: DEFAULT_REUSE_BITS, rounds: DEFAULT_REUSE_ROUNDS }
+    }
+}
+
+impl ReuseConfig {
+    /// Checks the ranges of every field.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=63).contains(&self.leading) || !(1..=20).contains(&self.bits) || !(1..=16).contains(&self.rounds) {
+            return Err(FdsrError::InvalidConfig(format!(
+                "reuse {}/{}/{} needs leading AC coefficients in 1..=63, signature bits in 1..=20, rounds in 1..=16",
+                self.leading, self.bits, self.rounds
+            )));
+        }
+        Ok(())
+    }
+
+    /// Parses the value of `reuse=K/B[/R]` (`K` leading coefficients, `B` bits, `R` rounds).
+    fn parse(v: &str) -> Result<Self> {
+        let n = parse_list(&v.replace('/', ","))?;
+        let d = Self::default();
+        let c = match n[..] {
+            [k, b] => Self { leading: k, bits: b, ..d },
+            [k, b, r] => Self { leading: k, bits: b, rounds: r },
+            _ => return Err(FdsrError::InvalidConfig(format!("reuse={v}: expected K/B or K/B/R"))),
+        };
+        c.validate()?;
+        Ok(c)
+    }
 }
 
 impl Default for FdsrConfig {
@@ -46,6 +100,7 @@ impl Default for FdsrConfig {
             band_edges: DEFAULT_BAND_EDGES.to_vec(),
             bits: BitChoice::Budget(2.0),
             dc_threshold: DEFAULT_DC_THRESHOLD,
+            reuse: None,
         }
     }
 }
@@ -84,7 +139,7 @@ impl FdsrConfig {
         if !(self.dc_threshold.is_finite() && (0.0..1.0).contains(&self.dc_threshold)) {
             return Err(FdsrError::InvalidConfig(format!("dc threshold {} must be in [0, 1)", self.dc_threshold)));
         }
-        Ok(())
+        self.reuse.as_ref().map_or(Ok(()), ReuseConfig::validate)
     }
 }
 
@@ -119,12 +174,13 @@ impl Policy {
 
 impl FromStr for Policy {
     type Err = FdsrError;
-    /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B` or `fdsr:bits=8,4,3,2`.
+    /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B` or `fdsr:bits=8,4,3,2`;
+    /// the `fdsr` forms take a trailing `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:reuse`).
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
         let bad = || {
             FdsrError::InvalidConfig(format!(
-                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H])"
+                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H][,reuse[=K/B/R]])"
             ))
         };
         let p = match (name, arg) {
@@ -134,7 +190,11 @@ impl FromStr for Policy {
             ("fdsr", None) => Policy::Fdsr(FdsrConfig::default()),
             ("fdsr", Some(a)) => {
                 let mut c = FdsrConfig::default();
-                if let Some(b) = a.strip_prefix("budget=") {
+                let (a, reuse) = split_reuse(a);
+                c.reuse = reuse.map(|r| r.map_or(Ok(ReuseConfig::default()), ReuseConfig::parse)).transpose()?;
+                if a.is_empty() && c.reuse.is_some() {
+                    // `fdsr:reuse`: default bits.
+                } else if let Some(b) = a.strip_prefix("budget=") {
                     c.bits = BitChoice::Budget(b.parse().map_err(|_| bad())?);
                 } else if let Some(b) = a.strip_prefix("bits=") {
                     c.bits = BitChoice::Fixed(parse_list(b)?);
@@ -147,6 +207,17 @@ impl FromStr for Policy {
         };
         p.validate()?;
         Ok(p)
+    }
+}
+
+/// Splits a trailing `,reuse[=…]` (or a whole `reuse[=…]`) off an `fdsr` argument: the rest,
+/// and `Some(value)` when reuse was given (`Some(None)` for a bare `reuse`).
+fn split_reuse(a: &str) -> (&str, Option<Option<&str>>) {
+    let (rest, last) = a.rsplit_once(',').map_or(("", a), |(r, l)| (r, l));
+    match last.strip_prefix("reuse") {
+        Some("") => (rest, Some(None)),
+        Some(v) if v.starts_with('=') => (rest, Some(Some(&v[1..]))),
+        _ => (a, None),
     }
 }
 
@@ -167,13 +238,20 @@ impl fmt::Display for Policy {
             Policy::Lossless => write!(f, "lossless"),
             Policy::Uniform { bits } => write!(f, "uniform:{bits}"),
             Policy::Division => write!(f, "division"),
-            Policy::Fdsr(c) => match &c.bits {
-                BitChoice::Budget(b) => write!(f, "fdsr:budget={b}"),
-                BitChoice::Fixed(b) => {
-                    let s: Vec<String> = b.iter().map(u8::to_string).collect();
-                    write!(f, "fdsr:bits={}", s.join(","))
+            Policy::Fdsr(c) => {
+                match &c.bits {
+                    BitChoice::Budget(b) => write!(f, "fdsr:budget={b}")?,
+                    BitChoice::Fixed(b) => {
+                        let s: Vec<String> = b.iter().map(u8::to_string).collect();
+                        write!(f, "fdsr:bits={}", s.join(","))?
+                    }
                 }
-            },
+                match c.reuse {
+                    None => Ok(()),
+                    Some(r) if r == ReuseConfig::default() => write!(f, ",reuse"),
+                    Some(r) => write!(f, ",reuse={}/{}/{}", r.leading, r.bits, r.rounds),
+                }
+            }
         }
     }
 }
@@ -201,11 +279,34 @@ mod tests {
 
     #[test]
     fn policies_round_trip_through_strings() {
-        for s in ["lossless", "division", "uniform:2", "fdsr:budget=2", "fdsr:bits=8,4,3,2"] {
+        for s in [
+            "lossless",
+            "division",
+            "uniform:2",
+            "fdsr:budget=2",
+            "fdsr:bits=8,4,3,2",
+            "fdsr:budget=2,reuse",
+            "fdsr:bits=8,4,3,2,reuse",
+            "fdsr:budget=1.5,reuse=8/12/2",
+        ] {
             let p: Policy = s.parse().unwrap();
             assert_eq!(p.to_string(), s);
         }
-        for bad in ["uniform:9", "uniform", "fdsr:bits=8,4,9,2", "fdsr:budget=-1", "nope", "fdsr:bits=8,4"] {
+        assert_eq!("fdsr:reuse".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
+        assert_eq!("fdsr:budget=2,reuse=16/16".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
+        for bad in [
+            "uniform:9",
+            "uniform",
+            "fdsr:bits=8,4,9,2",
+            "fdsr:budget=-1",
+            "nope",
+            "fdsr:bits=8,4",
+            "fdsr:budget=2,reuse=0/16",
+            "fdsr:budget=2,reuse=16/21",
+            "fdsr:budget=2,reuse=64/16",
+            "fdsr:budget=2,reuse=16",
+            "fdsr:budget=2,reusex",
+        ] {
             assert!(bad.parse::<Policy>().is_err(), "{bad} should be rejected");
         }
     }

@@ -1,16 +1,21 @@
 //! GPU driver of the `fdsr` 4-D path: analysis, bit allocation, scan, fused DCT+quantize+pack,
-//! and the decoder; tensors larger than one storage binding go through in chunks of planes.
+//! optional similarity reuse ([`super::reuse_gpu`]) and the decoder; tensors larger than one
+//! storage binding go through in chunks of planes (references never cross a chunk).
 
 use super::alloc::{self, FdsrStats};
-use super::bits::{append_bits, extract_bits, pack2, unpack2};
+use super::bits::{append_bits, pack2};
 use super::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
 use super::format::FdsrBody;
+use super::reuse_gpu::{self, ReuseInputs, ReuseParams};
 use super::scan::{record_class_sizes, record_scan, Keep};
 use super::tables::Tables;
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::{dispatch, storage_init, storage_zeroed, submit, uniform};
 use crate::gpu::{read_words, GpuContext};
 use crate::reference::quant;
+use crate::reference::reuse::{worthwhile, ReuseStats};
+
+pub use super::fdsr_decode_gpu::decompress;
 
 const STATS: usize = 20;
 const WG: u32 = 64;
@@ -125,7 +130,8 @@ impl Geometry {
         (0..self.planes).step_by(self.chunk_planes).map(|p| (p, self.chunk_planes.min(self.planes - p)))
     }
 
-    fn params(&self, first: usize, count: usize, edges: &[u8], bits: &[u8]) -> EncodeParams {
+    /// Encoder parameters of the chunk of planes `[first, first+count)`.
+    pub(crate) fn params(&self, first: usize, count: usize, edges: &[u8], bits: &[u8]) -> EncodeParams {
         let mut e = [0u32; 12];
         let mut b = [0u32; 8];
         edges.iter().enumerate().for_each(|(i, &x)| e[i] = x.into());
@@ -235,6 +241,56 @@ pub async fn compress(
     cfg: &FdsrConfig,
     opts: &CodecOptions,
 ) -> Result<FdsrBody> {
+    Ok(compress_inner(ctx, input, shape, cfg, opts).await?.0)
+}
+
+/// Like [`compress`], also returning the reuse statistics (`None` without `cfg.reuse`).
+pub async fn compress_with_stats(
+    ctx: &GpuContext,
+    input: &wgpu::Buffer,
+    shape: &[usize],
+    cfg: &FdsrConfig,
+    opts: &CodecOptions,
+) -> Result<(FdsrBody, Option<ReuseStats>)> {
+    let (body, stats, _) = compress_inner(ctx, input, shape, cfg, opts).await?;
+    Ok((body, stats))
+}
+
+/// The reuse key of every tile (0 for tiles that are not full), as the GPU computes it: for
+/// comparing signatures with [`crate::reference::reuse::tile_key`]. Needs `cfg.reuse`.
+pub async fn reuse_keys(
+    ctx: &GpuContext,
+    input: &wgpu::Buffer,
+    shape: &[usize],
+    cfg: &FdsrConfig,
+    opts: &CodecOptions,
+) -> Result<Vec<u32>> {
+    Ok(compress_inner(ctx, input, shape, cfg, opts).await?.2)
+}
+
+fn reuse_params(p: &EncodeParams) -> ReuseParams {
+    ReuseParams {
+        planes: p.planes,
+        h: p.h,
+        w: p.w,
+        tiles_x: p.tiles_x,
+        tiles_per_plane: p.tiles_per_plane,
+        tiles: p.tiles,
+        nbands: p.nbands,
+        e0: p.e0,
+        edges: p.edges,
+        bits: p.bits,
+        ..Default::default()
+    }
+}
+
+async fn compress_inner(
+    ctx: &GpuContext,
+    input: &wgpu::Buffer,
+    shape: &[usize],
+    cfg: &FdsrConfig,
+    opts: &CodecOptions,
+) -> Result<(FdsrBody, Option<ReuseStats>, Vec<u32>)> {
     cfg.validate()?;
     let g = Geometry::new(ctx, shape)?;
     let tables = Tables::buffer(ctx);
@@ -246,7 +302,9 @@ pub async fn compress(
     let e0 = quant::e0_for(a.stats.gmax);
     let dc_codes: Vec<u8> = a.plane_dcmax.iter().map(|&m| quant::encode_scale(m, e0)).collect();
     let class_bits = alloc::class_bits(&cfg.band_edges, &bits);
-    let (mut classes_all, mut payload) = (Vec::new(), Vec::new());
+    let reuse = cfg.reuse.filter(|_| worthwhile(&cfg.band_edges, &bits));
+    let mut stats = cfg.reuse.map(|_| ReuseStats::default());
+    let (mut classes_all, mut payload, mut refs, mut keys) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut payload_len = 0u64;
     for (((first, count), classes), counts) in g.chunks().zip(&a.classes).zip(&a.chunk_counts) {
         let mut params = g.params(first, count, &cfg.band_edges, &bits);
@@ -256,18 +314,26 @@ pub async fn compress(
         params.e0 = e0;
         params.class_bits = class_bits;
         let tiles = params.tiles;
-        let total_bits: u64 = (0..3).map(|c| counts[c] * u64::from(class_bits[c])).sum();
+        // Without references; reuse only lowers it.
+        let max_bits: u64 = (0..3).map(|c| counts[c] * u64::from(class_bits[c])).sum();
         let chunk = chunk_input(ctx, input, &g, first, count);
         let pbuf = uniform(ctx, "fdsr pack", &params);
         let dcmax: Vec<u32> = a.plane_dcmax[first..first + count].iter().map(|m| m.to_bits()).collect();
         let dcbuf = storage_init(ctx, "fdsr plane dc max", bytemuck::cast_slice(&dcmax));
         let offsets = storage_zeroed(ctx, "fdsr offsets", u64::from(tiles) * 4);
-        let words = total_bits.div_ceil(32).max(1);
-        let pay = storage_zeroed(ctx, "fdsr payload", words * 4);
+        let max_words = max_bits.div_ceil(32).max(1);
+        let pay = storage_zeroed(ctx, "fdsr payload", max_words * 4);
         // WebGPU forbids one buffer in two writable bindings: a dummy per unused writable slot.
         let (unused_partials, unused_stats) = (storage_zeroed(ctx, "unused", 4), storage_zeroed(ctx, "unused", 4));
         let mut keep: Keep = Vec::new();
         let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let reuse_bufs = match &reuse {
+            Some(r) => {
+                let inputs = ReuseInputs { tables: &tables, input: &chunk, classes, plane_dcmax: &dcbuf };
+                Some(reuse_gpu::record(ctx, &mut enc, &inputs, reuse_params(&params), r, opts.seed, &mut keep)?)
+            }
+            None => None,
+        };
         enc.copy_buffer_to_buffer(classes, 0, &offsets, 0, u64::from(tiles) * 4);
         record_class_sizes(ctx, &mut enc, &offsets, tiles, class_bits, &mut keep)?;
         record_scan(ctx, &mut enc, &offsets, tiles, &mut keep)?;
@@ -275,95 +341,28 @@ pub async fn compress(
         dispatch(ctx, &mut enc, "fdsr_encode", "pack_tiles", &binds, tiles.div_ceil(WG))?;
         submit(ctx, "fdsr pack", enc).await?;
         let cls = read_words(ctx, classes, tiles as usize).await?;
+        let total_bits: u64 = cls.iter().map(|&c| u64::from(class_bits[(c & 3) as usize])).sum();
         classes_all.extend(cls);
-        let words = read_words(ctx, &pay, words as usize).await?;
+        let words = read_words(ctx, &pay, total_bits.div_ceil(32).max(1) as usize).await?;
         append_bits(&mut payload, &mut payload_len, &words, total_bits);
+        if let Some(rb) = reuse_bufs {
+            let (r, mut st) = rb.results(ctx, params.tile_base).await?;
+            refs.extend(r);
+            keys.extend(rb.keys(ctx).await?);
+            st.eligible = counts[2];
+            stats.get_or_insert_with(ReuseStats::default).add(&st);
+        } else if let Some(st) = stats.as_mut() {
+            st.eligible += counts[2];
+        }
     }
-    Ok(FdsrBody {
+    let body = FdsrBody {
         band_edges: cfg.band_edges.clone(),
         bits,
         e0,
         classes: pack2(&classes_all),
         dc_codes,
-        refs: Vec::new(),
+        refs,
         payload,
-    })
-}
-
-/// Decompresses an `fdsr` body of a rank-4 `shape` into a new f32 buffer on the device.
-pub async fn decompress(ctx: &GpuContext, body: &FdsrBody, shape: &[usize]) -> Result<Vec<f32>> {
-    let g = Geometry::new(ctx, shape)?;
-    let tiles_total = g.planes * g.tiles_per_plane;
-    crate::reference::fdsr::validate_body(body, g.planes, tiles_total)?;
-    let class_bits = alloc::class_bits(&body.band_edges, &body.bits);
-    let classes = unpack2(&body.classes, tiles_total);
-    let tables = Tables::buffer(ctx);
-    let mut out = Vec::with_capacity(g.planes * g.h * g.w);
-    let mut bit_pos = 0u64;
-    for (first, count) in g.chunks() {
-        let ep = g.params(first, count, &body.band_edges, &body.bits);
-        let params = DecodeParams {
-            planes: ep.planes,
-            h: ep.h,
-            w: ep.w,
-            tiles_x: ep.tiles_x,
-            tiles_per_plane: ep.tiles_per_plane,
-            tiles: ep.tiles,
-            nbands: ep.nbands,
-            e0: body.e0,
-            edges: ep.edges,
-            bits: ep.bits,
-        };
-        let t0 = first * g.tiles_per_plane;
-        let cls = &classes[t0..t0 + ep.tiles as usize];
-        let nbits: u64 = cls.iter().map(|&c| u64::from(class_bits[c as usize])).sum();
-        let words = extract_bits(&body.payload, bit_pos, nbits);
-        bit_pos += nbits;
-        let dc: Vec<u32> = body.dc_codes[first..first + count].iter().map(|&c| c.into()).collect();
-        let pbuf = uniform(ctx, "fdsr decode", &params);
-        let cbuf = storage_init(ctx, "fdsr classes", bytemuck::cast_slice(cls));
-        let dbuf = storage_init(ctx, "fdsr dc codes", bytemuck::cast_slice(&dc));
-        let offsets = storage_init(ctx, "fdsr offsets", bytemuck::cast_slice(cls));
-        let pay = storage_init(ctx, "fdsr payload", bytemuck::cast_slice(&words));
-        let n = count * g.h * g.w;
-        let output = storage_zeroed(ctx, "fdsr output", n as u64 * 4);
-        let mut keep: Keep = Vec::new();
-        let mut enc = ctx.device.create_command_encoder(&Default::default());
-        record_class_sizes(ctx, &mut enc, &offsets, ep.tiles, class_bits, &mut keep)?;
-        record_scan(ctx, &mut enc, &offsets, ep.tiles, &mut keep)?;
-        let binds = [&tables, &pbuf, &cbuf, &dbuf, &offsets, &pay, &output];
-        dispatch(ctx, &mut enc, "fdsr_decode", "unpack_tiles", &binds, ep.tiles.div_ceil(WG))?;
-        let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("fdsr output readback"),
-            size: (n as u64 * 4).max(4),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        enc.copy_buffer_to_buffer(&output, 0, &staging, 0, n as u64 * 4);
-        submit(ctx, "fdsr decode", enc).await?;
-        read_f32_into(ctx, &staging, n, &mut out).await?;
-    }
-    Ok(out)
-}
-
-/// Appends the first `n` f32 of the mappable `staging` buffer to `out` (one host copy).
-async fn read_f32_into(ctx: &GpuContext, staging: &wgpu::Buffer, n: usize, out: &mut Vec<f32>) -> Result<()> {
-    if n == 0 {
-        return Ok(());
-    }
-    let (tx, rx) = futures_channel::oneshot::channel();
-    staging.slice(..n as u64 * 4).map_async(wgpu::MapMode::Read, move |r| {
-        // The receiver only disappears if the caller dropped the future; nothing to report then.
-        let _ = tx.send(r);
-    });
-    crate::gpu::wait_for_map(&ctx.device)?;
-    rx.await
-        .map_err(|_| FdsrError::Readback("map callback dropped".into()))?
-        .map_err(|e| FdsrError::Readback(e.to_string()))?;
-    {
-        let view = staging.slice(..n as u64 * 4).get_mapped_range().map_err(|e| FdsrError::Readback(e.to_string()))?;
-        out.extend_from_slice(bytemuck::cast_slice(&view));
-    }
-    staging.unmap();
-    Ok(())
+    };
+    Ok((body, stats, keys))
 }

@@ -121,6 +121,9 @@ pub struct Analysis {
     pub plane_dcmax: Vec<f32>,
     /// Allocator statistics.
     pub stats: FdsrStats,
+    /// For each [`TileClass::Reference`] tile in order, its representative (set by
+    /// [`super::reuse::apply`]; empty without reuse).
+    pub refs: Vec<u32>,
 }
 
 /// Tiles, transforms and classifies `x` of 4-D `shape` (already validated).
@@ -179,7 +182,7 @@ pub fn analyze(x: &[f32], shape: &[usize], edges: &[u8], dc_threshold: f32) -> R
         }
     }
     s.set_dc(&plane_dcmax, &nonzero);
-    Ok(Analysis { geometry: g, coefs, classes, band_max, plane_dcmax, stats: s })
+    Ok(Analysis { geometry: g, coefs, classes, band_max, plane_dcmax, stats: s, refs: Vec::new() })
 }
 
 /// Encodes an analysed tensor with `bits` per band (validated: DC and AC in 0..=8 or 16).
@@ -231,7 +234,7 @@ pub fn encode(a: &Analysis, bits: &[u8], opts: &CodecOptions) -> FdsrBody {
         e0,
         classes: pack2(&classes),
         dc_codes,
-        refs: Vec::new(),
+        refs: a.refs.clone(),
         payload: w.finish(),
     }
 }

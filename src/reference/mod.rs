@@ -21,6 +21,7 @@ pub mod nn;
 pub mod nn_train;
 pub mod pack;
 pub mod quant;
+pub mod reuse;
 pub mod uniform;
 
 #[cfg(test)]
@@ -84,18 +85,34 @@ fn check_input(x: &[f32], shape: &[usize], lossy: bool) -> Result<()> {
 
 /// Compresses `x` of `shape` (rank 1..=4, NCHW for rank 4) with `policy`.
 pub fn compress(x: &[f32], shape: &[usize], policy: &Policy, opts: &CodecOptions) -> Result<Compressed> {
+    Ok(compress_with_stats(x, shape, policy, opts)?.0)
+}
+
+/// Like [`compress`], also returning the reuse statistics (`None` unless `fdsr` with reuse on a
+/// 4-D tensor). References are searched over the whole tensor (one GPU chunk).
+pub fn compress_with_stats(
+    x: &[f32],
+    shape: &[usize],
+    policy: &Policy,
+    opts: &CodecOptions,
+) -> Result<(Compressed, Option<reuse::ReuseStats>)> {
     policy.validate()?;
+    let mut stats = None;
     check_input(x, shape, *policy != Policy::Lossless)?;
     let body = match policy {
         Policy::Lossless => Body::Lossless { data: x.iter().map(|v| v.to_bits()).collect() },
         Policy::Uniform { bits } => Body::Uniform(uniform::encode(x, *bits, opts)),
         Policy::Division => Body::Division(division::encode(x, shape, opts)?),
         Policy::Fdsr(cfg) if shape.len() == 4 => {
-            let a = fdsr::analyze(x, shape, &cfg.band_edges, cfg.dc_threshold)?;
+            let mut a = fdsr::analyze(x, shape, &cfg.band_edges, cfg.dc_threshold)?;
             let bits = match &cfg.bits {
                 BitChoice::Fixed(b) => b.clone(),
                 BitChoice::Budget(budget) => alloc::choose_bits(&a.stats, *budget)?,
             };
+            if let Some(r) = &cfg.reuse {
+                let planes = a.geometry.planes;
+                stats = Some(reuse::apply(&mut a, r, opts.seed, &bits, planes));
+            }
             Body::Fdsr(fdsr::encode(&a, &bits, opts))
         }
         Policy::Fdsr(cfg) => {
@@ -106,7 +123,9 @@ pub fn compress(x: &[f32], shape: &[usize], policy: &Policy, opts: &CodecOptions
             Body::Uniform(uniform::encode(x, bits, opts))
         }
     };
-    Ok(Compressed { shape: shape.to_vec(), seed: opts.seed, tensor_id: opts.tensor_id, rounding: opts.rounding, body })
+    let c =
+        Compressed { shape: shape.to_vec(), seed: opts.seed, tensor_id: opts.tensor_id, rounding: opts.rounding, body };
+    Ok((c, stats))
 }
 
 /// Decompresses, validating shape, every length and every stored value; errors, never panics.

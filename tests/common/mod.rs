@@ -24,3 +24,32 @@ pub fn gpu_with(opts: ContextOptions) -> Option<GpuContext> {
         }
     }
 }
+
+/// A ReLU activation of `shape` (conv 3x3 + ReLU of smooth images) with tile duplicates: `copies`
+/// times, the 8x8 block of a random tile is copied (visible pixels, plus `noise` relative
+/// perturbation of its non-zero values) onto another tile of the same position in another plane,
+/// so that edge tiles stay edge tiles. Returns the tensor and the (source, destination) tiles.
+pub fn with_duplicates(shape: [usize; 4], seed: u32, copies: usize, noise: f32) -> (Vec<f32>, Vec<(usize, usize)>) {
+    use fdsr::bench::activations::{conv3x3_relu, smooth_images, Rng};
+    let [n, c, h, w] = shape;
+    let mut x = conv3x3_relu(&smooth_images(n, h, w, seed), n, h, w, c, seed + 1);
+    let mut rng = Rng::new(seed + 2);
+    let (ty, tx, planes) = (h.div_ceil(8), w.div_ceil(8), n * c);
+    let mut pairs = Vec::new();
+    for _ in 0..copies {
+        let (pa, pb) = (rng.next_u32() as usize % planes, rng.next_u32() as usize % planes);
+        let r = rng.next_u32() as usize % (ty * tx);
+        if pa == pb {
+            continue;
+        }
+        let (y0, x0) = ((r / tx) * 8, (r % tx) * 8);
+        for y in y0..(y0 + 8).min(h) {
+            for xx in x0..(x0 + 8).min(w) {
+                let v = x[pa * h * w + y * w + xx];
+                x[pb * h * w + y * w + xx] = if v > 0.0 { v * (1.0 + noise * rng.signed()) } else { v };
+            }
+        }
+        pairs.push((pa * ty * tx + r, pb * ty * tx + r));
+    }
+    (x, pairs)
+}

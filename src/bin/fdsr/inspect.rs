@@ -52,6 +52,9 @@ pub fn run(a: &InspectArgs) -> Result<()> {
         let names = [TileClass::Zero, TileClass::DcOnly, TileClass::Full, TileClass::Reference];
         obj["tile_classes"] =
             names.iter().zip(k).map(|(n, v)| (format!("{n:?}").to_lowercase(), serde_json::json!(v))).collect();
+        // Reuse hit rate: references over the tiles that could be references (full + reference).
+        let eligible = k[2] + k[3];
+        obj["reuse_hit_rate"] = serde_json::json!(if eligible == 0 { 0.0 } else { k[3] as f64 / eligible as f64 });
     }
     if let Some(r) = &a.reference {
         let t = read_npy(r)?;

@@ -77,6 +77,9 @@ struct CompressArgs {
     /// Round to nearest instead of stochastically.
     #[arg(long)]
     nearest: bool,
+    /// fdsr only: similarity reuse (LSH) with the default settings (as `,reuse` in the policy).
+    #[arg(long)]
+    reuse: bool,
     /// Accept NaN/Inf: kept exactly by `lossless`, stored as 0 by lossy policies (counted on stderr).
     #[arg(long)]
     allow_nonfinite: bool,
@@ -93,9 +96,14 @@ fn policy_of(a: &CompressArgs) -> Result<Policy> {
             if let Some(b) = &a.bits {
                 cfg.bits = BitChoice::Fixed(parse_list(b)?);
             }
+            if a.reuse && cfg.reuse.is_none() {
+                cfg.reuse = Some(Default::default());
+            }
         }
-        _ if a.budget.is_some() || a.bits.is_some() => {
-            return Err(FdsrError::InvalidConfig(format!("--budget and --bits apply to the fdsr policy, not {p}")));
+        _ if a.budget.is_some() || a.bits.is_some() || a.reuse => {
+            return Err(FdsrError::InvalidConfig(format!(
+                "--budget, --bits and --reuse apply to the fdsr policy, not {p}"
+            )));
         }
         _ => {}
     }
