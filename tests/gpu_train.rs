@@ -62,3 +62,12 @@ fn adamw_and_resnet_blocks_train() {
     let (first, last, _) = train(&ctx, cfg, 4);
     assert!(first.is_finite() && last.is_finite(), "resnet20 loss {first} -> {last}");
 }
+
+#[test]
+fn parameter_counts_match_the_readme() {
+    let Some(ctx) = common::gpu() else { return };
+    for (name, count) in [(ModelName::Cnn, 140_458), (ModelName::Resnet20, 272_186), (ModelName::Tiny, 11_522)] {
+        let m = fdsr::engine::Model::new(&ctx, name, 0).unwrap();
+        assert_eq!(m.parameter_count(), count, "{name}");
+    }
+}
