@@ -3,33 +3,13 @@
 
 mod common;
 
-use fdsr::data::synthetic::SplitMix64;
+use common::{close, rand, read, up};
+
 use fdsr::engine::gemm::{self, ConvGeom};
 use fdsr::engine::Tensor;
 use fdsr::gpu::Category;
 use fdsr::reference::conv as r;
 use fdsr::GpuContext;
-
-fn rand(n: usize, seed: u64) -> Vec<f32> {
-    let mut g = SplitMix64::new(seed);
-    (0..n).map(|_| g.range(-1.0, 1.0)).collect()
-}
-
-fn up(ctx: &GpuContext, v: &[f32], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(ctx, v, shape, Category::Workspace).unwrap()
-}
-
-/// Asserts `got ≈ want` within `tol · (1 + |want|)` element by element.
-fn close(got: &[f32], want: &[f32], tol: f32, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: gpu {g} vs reference {w}");
-    }
-}
-
-fn read(ctx: &GpuContext, t: &Tensor) -> Vec<f32> {
-    pollster::block_on(t.to_vec(ctx)).unwrap()
-}
 
 const GEOMS: [ConvGeom; 6] = [
     ConvGeom { batch: 2, cin: 3, h: 9, w: 7, cout: 5, ksize: 3, stride: 1, pad: 1 },

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::{close, rand, read, up};
+
 use fdsr::data::synthetic::SplitMix64;
 use fdsr::engine::ops::{self, AdamParams, BnParams, SgdParams};
 use fdsr::engine::Tensor;
@@ -15,26 +17,6 @@ use fdsr::GpuContext;
 const TOL: f32 = 1e-5;
 /// Tolerance of batch norm (two f32 reductions against f64).
 const BN_TOL: f32 = 1e-4;
-
-fn rand(n: usize, seed: u64) -> Vec<f32> {
-    let mut g = SplitMix64::new(seed);
-    (0..n).map(|_| g.range(-1.0, 1.0)).collect()
-}
-
-fn up(ctx: &GpuContext, v: &[f32], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(ctx, v, shape, Category::Workspace).unwrap()
-}
-
-fn close(got: &[f32], want: &[f32], tol: f32, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: gpu {g} vs reference {w}");
-    }
-}
-
-fn read(ctx: &GpuContext, t: &Tensor) -> Vec<f32> {
-    pollster::block_on(t.to_vec(ctx)).unwrap()
-}
 
 fn read_words(ctx: &GpuContext, t: &Tensor) -> Vec<u32> {
     read(ctx, t).iter().map(|v| v.to_bits()).collect()

@@ -3,31 +3,32 @@
 
 use crate::engine::gemm::ConvGeom;
 
-/// `y[b, co, oy, ox] = Σ w[co, ci, ky, kx] · x[b, ci, oy·s + ky − p, ox·s + kx − p] (+ bias[co])`.
-pub fn conv2d_forward(g: &ConvGeom, x: &[f32], w: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
+/// Calls `f(y, x, w)` with the flat indices of output, input and weight of every multiply of
+/// the convolution (taps that fall into the zero padding are skipped).
+fn for_each_tap(g: &ConvGeom, mut f: impl FnMut(usize, usize, usize)) {
     let (oh, ow, k) = (g.oh(), g.ow(), g.ksize);
-    let mut y = vec![0f32; g.batch * g.cout * oh * ow];
     for b in 0..g.batch {
         for co in 0..g.cout {
             for oy in 0..oh {
                 for ox in 0..ow {
-                    let mut acc = bias.map_or(0.0, |bs| f64::from(bs[co]));
+                    let yi = ((b * g.cout + co) * oh + oy) * ow + ox;
                     for ci in 0..g.cin {
                         for ky in 0..k {
                             for kx in 0..k {
                                 if let Some((iy, ix)) = input_pos(g, oy, ox, ky, kx) {
-                                    let xv = x[((b * g.cin + ci) * g.h + iy) * g.w + ix];
-                                    acc += f64::from(w[((co * g.cin + ci) * k + ky) * k + kx]) * f64::from(xv);
+                                    f(
+                                        yi,
+                                        ((b * g.cin + ci) * g.h + iy) * g.w + ix,
+                                        ((co * g.cin + ci) * k + ky) * k + kx,
+                                    );
                                 }
                             }
                         }
                     }
-                    y[((b * g.cout + co) * oh + oy) * ow + ox] = acc as f32;
                 }
             }
         }
     }
-    y
 }
 
 /// The input position that output `(oy, ox)` reads through tap `(ky, kx)`, if inside the input.
@@ -37,56 +38,31 @@ fn input_pos(g: &ConvGeom, oy: usize, ox: usize, ky: usize, kx: usize) -> Option
     (iy < g.h && ix < g.w).then_some((iy, ix))
 }
 
+fn to_f32(v: Vec<f64>) -> Vec<f32> {
+    v.into_iter().map(|x| x as f32).collect()
+}
+
+/// `y[b, co, oy, ox] = Σ w[co, ci, ky, kx] · x[b, ci, oy·s + ky − p, ox·s + kx − p] (+ bias[co])`.
+pub fn conv2d_forward(g: &ConvGeom, x: &[f32], w: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
+    let plane = g.oh() * g.ow();
+    let mut y: Vec<f64> =
+        (0..g.batch * g.cout * plane).map(|i| bias.map_or(0.0, |b| f64::from(b[(i / plane) % g.cout]))).collect();
+    for_each_tap(g, |yi, xi, wi| y[yi] += f64::from(w[wi]) * f64::from(x[xi]));
+    to_f32(y)
+}
+
 /// Input gradient `dx` of [`conv2d_forward`] for output gradient `dy`.
 pub fn conv2d_backward_data(g: &ConvGeom, dy: &[f32], w: &[f32]) -> Vec<f32> {
-    let (oh, ow, k) = (g.oh(), g.ow(), g.ksize);
     let mut dx = vec![0f64; g.batch * g.cin * g.h * g.w];
-    for b in 0..g.batch {
-        for co in 0..g.cout {
-            for oy in 0..oh {
-                for ox in 0..ow {
-                    let d = f64::from(dy[((b * g.cout + co) * oh + oy) * ow + ox]);
-                    for ci in 0..g.cin {
-                        for ky in 0..k {
-                            for kx in 0..k {
-                                if let Some((iy, ix)) = input_pos(g, oy, ox, ky, kx) {
-                                    dx[((b * g.cin + ci) * g.h + iy) * g.w + ix] +=
-                                        d * f64::from(w[((co * g.cin + ci) * k + ky) * k + kx]);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    dx.into_iter().map(|v| v as f32).collect()
+    for_each_tap(g, |yi, xi, wi| dx[xi] += f64::from(dy[yi]) * f64::from(w[wi]));
+    to_f32(dx)
 }
 
 /// Weight gradient `dw` of [`conv2d_forward`] for output gradient `dy` and input `x`.
 pub fn conv2d_backward_weight(g: &ConvGeom, dy: &[f32], x: &[f32]) -> Vec<f32> {
-    let (oh, ow, k) = (g.oh(), g.ow(), g.ksize);
-    let mut dw = vec![0f64; g.cout * g.cin * k * k];
-    for b in 0..g.batch {
-        for co in 0..g.cout {
-            for oy in 0..oh {
-                for ox in 0..ow {
-                    let d = f64::from(dy[((b * g.cout + co) * oh + oy) * ow + ox]);
-                    for ci in 0..g.cin {
-                        for ky in 0..k {
-                            for kx in 0..k {
-                                if let Some((iy, ix)) = input_pos(g, oy, ox, ky, kx) {
-                                    dw[((co * g.cin + ci) * k + ky) * k + kx] +=
-                                        d * f64::from(x[((b * g.cin + ci) * g.h + iy) * g.w + ix]);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    dw.into_iter().map(|v| v as f32).collect()
+    let mut dw = vec![0f64; g.cout * g.cin * g.ksize * g.ksize];
+    for_each_tap(g, |yi, xi, wi| dw[wi] += f64::from(dy[yi]) * f64::from(x[xi]));
+    to_f32(dw)
 }
 
 /// `y[r, c] = Σ_i x[r, i] · w[c, i] (+ bias[c])` for `x [rows, inner]`, `w [cols, inner]`.

@@ -53,3 +53,27 @@ pub fn with_duplicates(shape: [usize; 4], seed: u32, copies: usize, noise: f32) 
     }
     (x, pairs)
 }
+
+/// `n` seeded values uniform in [-1, 1).
+pub fn rand(n: usize, seed: u64) -> Vec<f32> {
+    let mut g = fdsr::data::synthetic::SplitMix64::new(seed);
+    (0..n).map(|_| g.range(-1.0, 1.0)).collect()
+}
+
+/// `v` uploaded as a workspace tensor of `shape`.
+pub fn up(ctx: &GpuContext, v: &[f32], shape: &[usize]) -> fdsr::engine::Tensor {
+    fdsr::engine::Tensor::from_slice(ctx, v, shape, fdsr::gpu::Category::Workspace).unwrap()
+}
+
+/// The values of `t` (its work must be submitted).
+pub fn read(ctx: &GpuContext, t: &fdsr::engine::Tensor) -> Vec<f32> {
+    pollster::block_on(t.to_vec(ctx)).unwrap()
+}
+
+/// Asserts `got ≈ want` within `tol · (1 + |want|)` element by element.
+pub fn close(got: &[f32], want: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: gpu {g} vs reference {w}");
+    }
+}
