@@ -113,6 +113,24 @@ fn apply(
     Ok(y)
 }
 
+/// Records `entry` (batch or running statistics into `s`) over `grid`.
+#[allow(clippy::too_many_arguments)]
+fn record_stats(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    entry: &'static str,
+    x: &Tensor,
+    bn: &BnParams,
+    s: &BnSaved,
+    p: &BnGpuParams,
+    grid: [u32; 3],
+) -> Result<()> {
+    let (pb, d) = (uniform(ctx, entry, p), dummy(ctx));
+    let (rm, rv) = (bn.running_mean.buffer(), bn.running_var.buffer());
+    let bufs = [&pb, x.buffer(), x.buffer(), x.buffer(), s.mean.buffer(), s.invstd.buffer(), rm, rv, d.buffer()];
+    dispatch_grid(ctx, enc, "ops_bn", entry, &bufs, grid)
+}
+
 fn saved(ctx: &GpuContext, c: usize) -> BnSaved {
     BnSaved {
         mean: Tensor::uninit(ctx, &[c], Category::SavedActivations),
@@ -132,19 +150,7 @@ pub fn batchnorm_train_forward(
     let ([_, c, _, _], p) = geometry(x, "batch norm")?;
     check_params(bn, c)?;
     let s = saved(ctx, c);
-    let (pb, d) = (uniform(ctx, "bn_stats", &p), dummy(ctx));
-    let bufs = [
-        &pb,
-        x.buffer(),
-        x.buffer(),
-        x.buffer(),
-        s.mean.buffer(),
-        s.invstd.buffer(),
-        bn.running_mean.buffer(),
-        bn.running_var.buffer(),
-        d.buffer(),
-    ];
-    dispatch_grid(ctx, enc, "ops_bn", "bn_stats", &bufs, [c as u32, 1, 1])?;
+    record_stats(ctx, enc, "bn_stats", x, bn, &s, &p, [c as u32, 1, 1])?;
     let y = apply(ctx, enc, x, bn, &s, &p)?;
     Ok((y, s))
 }
@@ -175,19 +181,8 @@ pub fn batchnorm_eval_forward(
         mean: Tensor::uninit(ctx, &[c], Category::Workspace),
         invstd: Tensor::uninit(ctx, &[c], Category::Workspace),
     };
-    let (pb, d) = (uniform(ctx, "bn_eval_stats", &p), dummy(ctx));
-    let bufs = [
-        &pb,
-        x.buffer(),
-        x.buffer(),
-        x.buffer(),
-        s.mean.buffer(),
-        s.invstd.buffer(),
-        bn.running_mean.buffer(),
-        bn.running_var.buffer(),
-        d.buffer(),
-    ];
-    dispatch(ctx, enc, "ops_bn", "bn_eval_stats", &bufs, groups(c, "batch norm")?)?;
+    let (gx, gy) = crate::gpu::kernel::grid(groups(c, "batch norm")?);
+    record_stats(ctx, enc, "bn_eval_stats", x, bn, &s, &p, [gx, gy, 1])?;
     apply(ctx, enc, x, bn, &s, &p)
 }
 
