@@ -19,6 +19,7 @@ fn config(opt: OptKind) -> TrainConfig {
         opt: OptConfig::defaults(opt),
         seed: 9,
         augment: true,
+        policy: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn config(model: ModelName, opt: OptKind) -> TrainConfig {
         opt: OptConfig::defaults(opt),
         seed: 3,
         augment: false,
+        policy: None,
     }
 }
 
@@ -69,5 +70,42 @@ fn parameter_counts_match_the_readme() {
     for (name, count) in [(ModelName::Cnn, 140_458), (ModelName::Resnet20, 272_186), (ModelName::Tiny, 11_522)] {
         let m = fdsr::engine::Model::new(&ctx, name, 0).unwrap();
         assert_eq!(m.parameter_count(), count, "{name}");
+    }
+}
+
+#[test]
+fn lossless_storage_reproduces_fp32_training_bit_for_bit() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut cfg = config(ModelName::Tiny, OptKind::Sgd);
+    let (_, _, fp32) = train(&ctx, cfg.clone(), 4);
+    cfg.policy = Some("lossless".parse().unwrap());
+    let (_, _, lossless) = train(&ctx, cfg.clone(), 4);
+    assert_eq!(fp32, lossless);
+    // The comparison is not vacuous: a lossy policy changes the weights.
+    cfg.policy = Some("uniform:2".parse().unwrap());
+    let (_, _, lossy) = train(&ctx, cfg, 4);
+    assert_ne!(fp32, lossy);
+}
+
+#[test]
+fn compressed_storage_trains_and_saves_memory() {
+    let Some(ctx) = common::gpu() else { return };
+    for policy in ["fdsr:budget=2", "uniform:2"] {
+        let mut cfg = config(ModelName::Tiny, OptKind::Sgd);
+        cfg.policy = Some(policy.parse().unwrap());
+        cfg.epochs = 3;
+        let data = synthetic::images(cfg.batch, 28, 28, 10, 11);
+        let mut s = fdsr::engine::Session::new(Trainer::new(&ctx, cfg).unwrap(), data).unwrap();
+        for _ in 0..3 {
+            pollster::block_on(s.step(&ctx)).unwrap();
+        }
+        let m = pollster::block_on(s.trainer.read_metrics(&ctx)).unwrap();
+        let st = s.trainer.saved.stats();
+        assert!(m.loss.is_finite(), "{policy}");
+        // Per step: conv inputs and batch-norm inputs of both layers; the 16-image input
+        // (16·1024 values) and larger activations are compressed, masks stay packed.
+        assert!(st.stored_bytes * 4 < st.fp32_bytes, "{policy}: {st:?}");
+        assert!(st.ratio() > 3.0, "{policy}: ratio {}", st.ratio());
+        assert!(s.trainer.saved.is_empty());
     }
 }

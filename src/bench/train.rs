@@ -66,6 +66,7 @@ pub async fn measure(ctx: &GpuContext, model: ModelName, batch: usize, steps: us
         opt: crate::engine::optim::OptConfig::defaults(crate::engine::optim::OptKind::Sgd),
         seed: 0,
         augment: false,
+        policy: None,
     };
     let data = synthetic::images(batch, 28, 28, 10, 5);
     let norm = Normalization::of(&data);

@@ -12,7 +12,7 @@ pub const FORMAT: &str = "fdsr-checkpoint-1";
 /// What must match for a checkpoint to continue a run (everything that changes the result).
 pub fn config_key(c: &TrainConfig) -> String {
     format!(
-        "model={} epochs={} batch={} lr={} schedule={} opt={} momentum={} nesterov={} wd={} betas={},{} eps={} seed={} augment={}",
+        "model={} epochs={} batch={} lr={} schedule={} opt={} momentum={} nesterov={} wd={} betas={},{} eps={} seed={} augment={} policy={}",
         c.model,
         c.epochs,
         c.batch,
@@ -26,7 +26,8 @@ pub fn config_key(c: &TrainConfig) -> String {
         c.opt.beta2,
         c.opt.eps,
         c.seed,
-        c.augment
+        c.augment,
+        c.policy.as_ref().map_or("none".to_string(), |p| p.to_string())
     )
 }
 

@@ -106,8 +106,8 @@ impl Model {
         Ok(Model { name, net })
     }
 
-    /// Records the forward pass of images `x [N, 1, 32, 32]` to logits `[N, 10]`.
-    pub fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+    /// Checks that `x` is a batch of model inputs `[N, 1, 32, 32]`.
+    pub fn check_input(&self, x: &Tensor) -> Result<()> {
         if x.shape().len() != 4 || x.shape()[1..] != [1, INPUT_SIDE, INPUT_SIDE] {
             return Err(FdsrError::InvalidTensor(format!(
                 "{} takes [N, 1, {INPUT_SIDE}, {INPUT_SIDE}] images, got {:?}",
@@ -115,12 +115,33 @@ impl Model {
                 x.shape()
             )));
         }
-        self.net.forward(p, x)
+        Ok(())
     }
 
-    /// Records the backward pass from the logits' gradient, writing every parameter gradient.
-    pub fn backward(&mut self, p: &mut Pass<'_>, dlogits: Tensor) -> Result<()> {
-        self.net.backward(p, dlogits).map(|_| ())
+    /// Number of top-level layers (a residual block counts as one).
+    pub fn layer_count(&self) -> usize {
+        self.net.layers.len()
+    }
+
+    /// Records the forward pass of top-level layer `i`.
+    pub fn forward_layer(&mut self, i: usize, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        self.layer(i)?.forward(p, x)
+    }
+
+    /// Records the backward pass of top-level layer `i` (`None`: nothing below needs a gradient).
+    pub fn backward_layer(&mut self, i: usize, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        self.layer(i)?.backward(p, dy)
+    }
+
+    fn layer(&mut self, i: usize) -> Result<&mut Box<dyn Layer>> {
+        let n = self.net.layers.len();
+        self.net.layers.get_mut(i).ok_or_else(|| FdsrError::InvalidConfig(format!("layer {i} of {n}")))
+    }
+
+    /// Records the forward pass of images `x [N, 1, 32, 32]` to logits `[N, 10]` at once.
+    pub fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        self.check_input(&x)?;
+        self.net.forward(p, x)
     }
 
     /// Visits every parameter and buffer in a fixed order.

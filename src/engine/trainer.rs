@@ -8,6 +8,7 @@ use super::ops;
 use super::optim::{OptConfig, Optimizer, Schedule};
 use super::saved::SavedActivations;
 use super::tensor::Tensor;
+use crate::codec::config::Policy;
 use crate::data::Dataset;
 use crate::error::{FdsrError, Result};
 use crate::gpu::{Category, GpuContext};
@@ -31,6 +32,19 @@ pub struct TrainConfig {
     pub seed: u64,
     /// Random shifts and flips of training images.
     pub augment: bool,
+    /// How saved activations are stored: `None` keeps fp32, else the codec policy.
+    pub policy: Option<Policy>,
+}
+
+/// Records `f` into a new encoder and submits it, inside error scopes named `stage`.
+async fn record<T>(ctx: &GpuContext, stage: &str, f: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<T>) -> Result<T> {
+    ctx.scoped(stage, || {
+        let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("fdsr step") });
+        let out = f(&mut enc)?;
+        ctx.queue.submit([enc.finish()]);
+        Ok(out)
+    })
+    .await?
 }
 
 /// Mean loss and accuracy over the steps since the last read.
@@ -73,16 +87,8 @@ impl Trainer {
         let model = Model::new(ctx, config.model, config.seed)?;
         let opt = Optimizer::new(ctx, &model, config.opt)?;
         let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
-        Ok(Trainer {
-            config,
-            model,
-            opt,
-            saved: SavedActivations::new(),
-            step: 0,
-            sums,
-            summed_images: 0,
-            summed_steps: 0,
-        })
+        let saved = SavedActivations::with_policy(config.policy.clone())?;
+        Ok(Trainer { config, model, opt, saved, step: 0, sums, summed_images: 0, summed_steps: 0 })
     }
 
     /// Learning rate of the next step, given `steps_per_epoch`.
@@ -92,29 +98,49 @@ impl Trainer {
         self.config.schedule.lr(self.config.lr, self.step, total, epoch)
     }
 
-    /// Runs one training step on `images` (`[n, 1, 32, 32]` values) and `labels`: uploads,
-    /// records forward, loss, backward and the update, and submits. Reads nothing back.
+    /// Runs one training step on `images` (`[n, 1, 32, 32]` values) and `labels`: uploads, then
+    /// per top-level layer records and submits its forward and lets the store compress what it
+    /// saved; loss; per layer in reverse, restores what it saved and records its backward; the
+    /// update. Reads nothing back but what the codec needs.
     pub async fn step(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8], lr: f32) -> Result<()> {
         let n = labels.len();
         let side = super::model::INPUT_SIDE;
-        // Uploads first: nothing is recorded yet, so no recycled buffer can be overwritten early.
+        // Uploads go ahead of every recorded pass: only between submits, never while recording.
         let x = Tensor::from_slice(ctx, images, &[n, 1, side, side], Category::Workspace)?;
+        self.model.check_input(&x)?;
         let y = ops::upload_labels(ctx, labels);
-        let (model, opt, saved, sums) = (&mut self.model, &mut self.opt, &mut self.saved, &self.sums);
-        ctx.scoped("train step", || -> Result<()> {
-            let mut enc =
-                ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("train step") });
-            let mut pass = Pass { ctx, enc: &mut enc, saved, train: true };
-            let logits = model.forward(&mut pass, x)?;
-            let out = ops::cross_entropy_forward(ctx, pass.enc, &logits, &y)?;
-            ops::accumulate_metrics(ctx, pass.enc, &out, sums)?;
-            let dlogits = ops::cross_entropy_backward(ctx, pass.enc, &out.probs, &y)?;
-            model.backward(&mut pass, dlogits)?;
-            opt.step(ctx, &mut enc, model, lr)?;
-            ctx.queue.submit([enc.finish()]);
-            Ok(())
+        self.saved.clear();
+        self.saved.set_seed((self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9));
+        let layers = self.model.layer_count();
+        let mut marks = Vec::with_capacity(layers);
+        let mut h = x;
+        for i in 0..layers {
+            marks.push(self.saved.mark());
+            let (model, saved) = (&mut self.model, &mut self.saved);
+            h = record(ctx, "forward", |enc| model.forward_layer(i, &mut Pass { ctx, enc, saved, train: true }, h))
+                .await?;
+            self.saved.flush(ctx).await?;
+        }
+        let sums = &self.sums;
+        let mut d = record(ctx, "loss", |enc| {
+            let out = ops::cross_entropy_forward(ctx, enc, &h, &y)?;
+            ops::accumulate_metrics(ctx, enc, &out, sums)?;
+            ops::cross_entropy_backward(ctx, enc, &out.probs, &y)
         })
-        .await??;
+        .await?;
+        for i in (0..layers).rev() {
+            self.saved.restore_since(ctx, marks[i]).await?;
+            let (model, saved) = (&mut self.model, &mut self.saved);
+            match record(ctx, "backward", |enc| model.backward_layer(i, &mut Pass { ctx, enc, saved, train: true }, d))
+                .await?
+            {
+                Some(g) => d = g,
+                None => break,
+            }
+        }
+        let (model, opt) = (&mut self.model, &mut self.opt);
+        record(ctx, "update", |enc| opt.step(ctx, enc, model, lr)).await?;
+        self.saved.clear();
         self.step += 1;
         self.summed_images += n as u64;
         self.summed_steps += 1;
@@ -159,16 +185,12 @@ impl Trainer {
             let x = Tensor::from_slice(ctx, &images, &[chunk.len(), 1, side, side], Category::Workspace)?;
             let y = ops::upload_labels(ctx, &labels);
             let (model, saved) = (&mut self.model, &mut self.saved);
-            ctx.scoped("evaluate", || -> Result<()> {
-                let mut enc = ctx.device.create_command_encoder(&Default::default());
-                let mut pass = Pass { ctx, enc: &mut enc, saved, train: false };
-                let logits = model.forward(&mut pass, x)?;
-                let out = ops::cross_entropy_forward(ctx, &mut enc, &logits, &y)?;
-                ops::accumulate_metrics(ctx, &mut enc, &out, &sums)?;
-                ctx.queue.submit([enc.finish()]);
-                Ok(())
+            record(ctx, "evaluate", |enc| {
+                let logits = model.forward(&mut Pass { ctx, enc, saved, train: false }, x)?;
+                let out = ops::cross_entropy_forward(ctx, enc, &logits, &y)?;
+                ops::accumulate_metrics(ctx, enc, &out, &sums)
             })
-            .await??;
+            .await?;
         }
         let v = sums.to_vec(ctx).await?;
         let n = data.len().max(1) as f64;

@@ -8,6 +8,7 @@ use std::time::Instant;
 use clap::Args;
 use fdsr::data::{ensure, Dataset, DatasetName, Split};
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
+use fdsr::engine::saved::SavedStats;
 use fdsr::engine::{checkpoint, session, Session, TrainConfig, Trainer};
 use fdsr::gpu::CATEGORIES;
 use fdsr::io::safetensors::{read_safetensors, write_safetensors};
@@ -50,6 +51,10 @@ pub struct TrainArgs {
     schedule: String,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// How saved activations are stored: none (fp32), lossless, uniform:B, division or
+    /// fdsr[:budget=B|:bits=D,L,M,H].
+    #[arg(long, default_value = "none")]
+    policy: String,
     /// Random shifts (±2 px) and horizontal flips of training images.
     #[arg(long)]
     augment: bool,
@@ -88,6 +93,7 @@ fn config(a: &TrainArgs) -> Result<TrainConfig> {
     }
     let lr = a.lr.unwrap_or(if kind == OptKind::Sgd { 0.1 } else { 0.002 });
     let schedule: Schedule = a.schedule.parse()?;
+    let policy = if a.policy == "none" { None } else { Some(a.policy.parse()?) };
     Ok(TrainConfig {
         model: a.model.parse()?,
         epochs: a.epochs,
@@ -97,6 +103,7 @@ fn config(a: &TrainArgs) -> Result<TrainConfig> {
         opt,
         seed: a.seed,
         augment: a.augment,
+        policy,
     })
 }
 
@@ -149,6 +156,11 @@ fn memory(ctx: &GpuContext) -> Value {
     json!({ "live": live, "peak": peak, "peak_total": r.peak_total })
 }
 
+fn saved_json(s: &SavedStats) -> Value {
+    json!({ "tensors": s.tensors, "fp32_bytes": s.fp32_bytes, "stored_bytes": s.stored_bytes,
+        "packed_bytes": s.packed_bytes, "activation_ratio": s.ratio() })
+}
+
 fn save_checkpoint(ctx: &GpuContext, s: &Session, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|source| FdsrError::Io { path: dir.display().to_string(), source })?;
     let st = pollster::block_on(checkpoint::save(ctx, &s.trainer, &[]))?;
@@ -177,6 +189,7 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     let mut last = json!(null);
     let mut test_m = None;
     let mut images = 0u64;
+    let mut run_saved = SavedStats::default();
     while !s.done() {
         let lr = pollster::block_on(s.step(&ctx))?;
         window_steps += 1;
@@ -189,8 +202,11 @@ pub fn run(a: &TrainArgs) -> Result<()> {
             let secs = window.elapsed().as_secs_f64();
             let ips = (window_steps * a.batch as u64) as f64 / secs.max(1e-9);
             bar.set_message(format!("loss {:.4} acc {:.3} {:.0} img/s", m.loss, m.accuracy, ips));
+            let saved = s.trainer.saved.take_stats();
+            run_saved.add(&saved);
             last = json!({ "kind": "step", "step": step, "epoch": (step - 1) / spe, "loss": m.loss, "accuracy": m.accuracy,
-                "lr": lr, "step_ms": 1e3 * secs / window_steps as f64, "images_per_s": ips, "memory": memory(&ctx) });
+                "lr": lr, "step_ms": 1e3 * secs / window_steps as f64, "images_per_s": ips, "memory": memory(&ctx),
+                "saved": saved_json(&saved) });
             metrics.write(&last)?;
             (window, window_steps) = (Instant::now(), 0);
         }
@@ -214,7 +230,8 @@ pub fn run(a: &TrainArgs) -> Result<()> {
         "epochs": s.config().epochs, "steps": s.trainer.step, "train_images": s.train.len(),
         "test_accuracy": test_m.map(|t| t.accuracy), "test_loss": test_m.map(|t| t.loss), "last": last,
         "seconds": secs, "images_per_s": images as f64 / secs.max(1e-9), "adapter": ctx.adapter_description(),
-        "parameters": s.trainer.model.parameter_count(), "memory": memory(&ctx) });
+        "parameters": s.trainer.model.parameter_count(), "memory": memory(&ctx),
+        "policy": a.policy, "saved": saved_json(&run_saved) });
     metrics.write(&summary)?;
     println!("{summary}");
     Ok(())
