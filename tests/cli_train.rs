@@ -104,3 +104,27 @@ fn batch_larger_than_the_data_is_refused() {
     ]));
     assert!(e.contains("larger than the 32 training images"), "{e}");
 }
+
+#[test]
+fn compare_trains_each_policy_side_by_side() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let data = data_dir("compare");
+    let out = data.join("cmp");
+    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["compare", "--model", "tiny", "--data-dir", d, "--epochs", "1", "--batch", "8", "--quiet"];
+    let mut a = args.to_vec();
+    a.extend(["--policies", "none,lossless,uniform:2", "--out", o]);
+    let r = fdsr(&a);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let table = std::fs::read_to_string(out.with_extension("md")).unwrap();
+    assert_eq!(table.lines().count(), 5, "{table}");
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    assert_eq!(rows[0]["test_accuracy"], rows[1]["test_accuracy"], "lossless equals fp32");
+    assert!(rows[2]["saved"]["activation_ratio"].as_f64().unwrap() > 3.0);
+    let mut bad = args.to_vec();
+    bad.extend(["--policies", "none,zip"]);
+    assert!(error_of(&fdsr(&bad)).contains("unknown policy"));
+}

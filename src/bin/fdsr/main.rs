@@ -37,6 +37,8 @@ enum Cmd {
     Bench(bench_cmd::BenchArgs),
     /// Train a model (cnn, resnet20, tiny) on Fashion-MNIST or MNIST.
     Train(train_cmd::TrainArgs),
+    /// Train the same run with several activation policies and compare them.
+    Compare(train_cmd::CompareArgs),
     /// Data sets.
     #[command(subcommand)]
     Data(DataCmd),
@@ -212,6 +214,7 @@ fn main() -> ExitCode {
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Train(a) => train_cmd::run(a),
+        Cmd::Compare(a) => train_cmd::compare(a),
         Cmd::Data(DataCmd::Fetch { dataset, dir }) => fetch_cmd(dataset, dir.as_deref()),
     };
     match r {

@@ -167,14 +167,17 @@ fn save_checkpoint(ctx: &GpuContext, s: &Session, dir: &Path) -> Result<()> {
     write_safetensors(dir.join(CHECKPOINT_FILE), &st)
 }
 
-pub fn run(a: &TrainArgs) -> Result<()> {
-    let cfg = config(a)?;
-    let (dataset, train, test) = load_data(a)?;
-    let ctx = crate::gpu()?;
-    let mut s = Session::new(Trainer::new(&ctx, cfg)?, train)?;
+/// Training and test sets of a named data set.
+pub type Loaded = (DatasetName, Dataset, Dataset);
+
+/// Trains one run of `cfg` on `data` and returns its summary (also the metrics file's last line).
+fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -> Result<Value> {
+    let (dataset, train, test) = data;
+    let policy = cfg.policy.as_ref().map_or("none".to_string(), |p| p.to_string());
+    let mut s = Session::new(Trainer::new(ctx, cfg)?, train.clone())?;
     if let Some(dir) = &a.resume {
         let st = read_safetensors(dir.join(CHECKPOINT_FILE))?;
-        checkpoint::restore(&ctx, &mut s.trainer, &st)?;
+        checkpoint::restore(ctx, &mut s.trainer, &st)?;
         eprintln!("resumed {} at step {} of {}", dir.display(), s.trainer.step, s.total_steps());
     }
     let mut metrics = Metrics::open(a.metrics.as_deref(), a.resume.is_some())?;
@@ -185,54 +188,123 @@ pub fn run(a: &TrainArgs) -> Result<()> {
             .map_err(|e| FdsrError::InvalidConfig(e.to_string()))?,
     );
     bar.set_position(s.trainer.step);
+    ctx.pool.reset_peaks();
     let (start, mut window, mut window_steps) = (Instant::now(), Instant::now(), 0u64);
-    let mut last = json!(null);
-    let mut test_m = None;
-    let mut images = 0u64;
+    let (mut last, mut test_m, mut train_secs, mut steps_run) = (json!(null), None, 0f64, 0u64);
     let mut run_saved = SavedStats::default();
     while !s.done() {
-        let lr = pollster::block_on(s.step(&ctx))?;
+        let lr = pollster::block_on(s.step(ctx))?;
         window_steps += 1;
-        images += a.batch as u64;
+        steps_run += 1;
         bar.inc(1);
         let step = s.trainer.step;
         let epoch_end = step % spe == 0;
         if step % a.log_every.max(1) == 0 || epoch_end || s.done() {
-            let m = pollster::block_on(s.trainer.read_metrics(&ctx))?;
+            let m = pollster::block_on(s.trainer.read_metrics(ctx))?;
             let secs = window.elapsed().as_secs_f64();
+            train_secs += secs;
             let ips = (window_steps * a.batch as u64) as f64 / secs.max(1e-9);
             bar.set_message(format!("loss {:.4} acc {:.3} {:.0} img/s", m.loss, m.accuracy, ips));
             let saved = s.trainer.saved.take_stats();
             run_saved.add(&saved);
             last = json!({ "kind": "step", "step": step, "epoch": (step - 1) / spe, "loss": m.loss, "accuracy": m.accuracy,
-                "lr": lr, "step_ms": 1e3 * secs / window_steps as f64, "images_per_s": ips, "memory": memory(&ctx),
+                "lr": lr, "step_ms": 1e3 * secs / window_steps as f64, "images_per_s": ips, "memory": memory(ctx),
                 "saved": saved_json(&saved) });
             metrics.write(&last)?;
-            (window, window_steps) = (Instant::now(), 0);
+            (window_steps, window) = (0, Instant::now());
         }
         if epoch_end {
-            let t = pollster::block_on(s.trainer.evaluate(&ctx, &test, s.norm, 256))?;
+            let t = pollster::block_on(s.trainer.evaluate(ctx, test, s.norm, a.batch))?;
             let epoch = step / spe;
             bar.println(format!("epoch {epoch}: test accuracy {:.4} (loss {:.4})", t.accuracy, t.loss));
             metrics.write(&json!({ "kind": "epoch", "epoch": epoch, "step": step, "test_loss": t.loss,
                 "test_accuracy": t.accuracy, "train": last, "elapsed_s": start.elapsed().as_secs_f64() }))?;
             test_m = Some(t);
-            window = Instant::now();
         }
         let periodic = a.checkpoint_every > 0 && step % a.checkpoint_every == 0;
         if let (Some(dir), true) = (&a.checkpoint, epoch_end || periodic) {
-            save_checkpoint(&ctx, &s, dir)?;
+            save_checkpoint(ctx, &s, dir)?;
+        }
+        if epoch_end || periodic {
+            window = Instant::now();
         }
     }
     bar.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();
     let summary = json!({ "kind": "summary", "model": s.config().model.to_string(), "dataset": dataset.to_string(),
-        "epochs": s.config().epochs, "steps": s.trainer.step, "train_images": s.train.len(),
+        "policy": policy, "epochs": s.config().epochs, "steps": s.trainer.step, "train_images": s.train.len(),
         "test_accuracy": test_m.map(|t| t.accuracy), "test_loss": test_m.map(|t| t.loss), "last": last,
-        "seconds": secs, "images_per_s": images as f64 / secs.max(1e-9), "adapter": ctx.adapter_description(),
-        "parameters": s.trainer.model.parameter_count(), "memory": memory(&ctx),
-        "policy": a.policy, "saved": saved_json(&run_saved) });
+        "seconds": secs, "step_ms": 1e3 * train_secs / steps_run.max(1) as f64,
+        "images_per_s": (steps_run * a.batch as u64) as f64 / train_secs.max(1e-9), "adapter": ctx.adapter_description(),
+        "parameters": s.trainer.model.parameter_count(), "memory": memory(ctx), "saved": saved_json(&run_saved) });
     metrics.write(&summary)?;
+    Ok(summary)
+}
+
+/// `fdsr train`.
+pub fn run(a: &TrainArgs) -> Result<()> {
+    let cfg = config(a)?;
+    let data = load_data(a)?;
+    let summary = train_run(&crate::gpu()?, a, cfg, &data)?;
     println!("{summary}");
     Ok(())
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    train: TrainArgs,
+    /// Policies to train with, in order (deltas are against `none` when it is listed).
+    #[arg(long, default_value = "none,fdsr", value_delimiter = ',')]
+    policies: Vec<String>,
+    /// Also write the table to OUT.md and the summaries to OUT.json.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// `fdsr compare`: the same run with each policy, side by side.
+pub fn compare(c: &CompareArgs) -> Result<()> {
+    if c.train.resume.is_some() || c.train.checkpoint.is_some() || c.train.metrics.is_some() {
+        return Err(FdsrError::InvalidConfig("compare takes no --resume, --checkpoint or --metrics".into()));
+    }
+    let mut cfgs = Vec::new();
+    for p in &c.policies {
+        let mut a = config(&c.train)?;
+        a.policy = if p == "none" { None } else { Some(p.parse()?) };
+        cfgs.push(a);
+    }
+    let data = load_data(&c.train)?;
+    let ctx = crate::gpu()?;
+    let mut rows = Vec::new();
+    for (p, cfg) in c.policies.iter().zip(cfgs) {
+        eprintln!("training with {p}…");
+        rows.push(train_run(&ctx, &c.train, cfg, &data)?);
+    }
+    let table = compare_table(&rows);
+    print!("{table}");
+    if let Some(out) = &c.out {
+        fdsr::io::write_atomic(out.with_extension("md"), table.as_bytes())?;
+        fdsr::io::write_atomic(out.with_extension("json"), json!(rows).to_string().as_bytes())?;
+    }
+    Ok(())
+}
+
+fn compare_table(rows: &[Value]) -> String {
+    let base = rows.iter().find(|r| r["policy"] == "none").or(rows.first());
+    let f = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+    let mut t = String::from("| policy | test accuracy | Δ vs base | activation ratio | peak step MiB | step ms | step time ratio |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for r in rows {
+        let (acc, ms) = (f(r, "test_accuracy"), f(r, "step_ms"));
+        let (bacc, bms) = base.map_or((f64::NAN, f64::NAN), |b| (f(b, "test_accuracy"), f(b, "step_ms")));
+        let peak = r["memory"]["peak_total"].as_f64().unwrap_or(f64::NAN) / (1 << 20) as f64;
+        let ratio = r["saved"]["activation_ratio"].as_f64().unwrap_or(f64::NAN);
+        t += &format!(
+            "| {} | {:.4} | {:+.2} pt | {ratio:.2}x | {peak:.1} | {ms:.0} | {:.2} |\n",
+            r["policy"].as_str().unwrap_or("?"),
+            acc,
+            100.0 * (acc - bacc),
+            ms / bms
+        );
+    }
+    t
 }
