@@ -221,6 +221,24 @@ fn split_reuse(a: &str) -> (&str, Option<Option<&str>>) {
     }
 }
 
+/// Splits a comma-separated list of policies, keeping the commas that belong to one policy
+/// (`none,fdsr:bits=8,4,3,2,reuse,uniform:2` → `none`, `fdsr:bits=8,4,3,2,reuse`, `uniform:2`):
+/// a piece that is a number or starts with `reuse` continues the policy before it.
+pub fn split_policies(s: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let continues = piece.chars().all(|c| c.is_ascii_digit()) || piece.starts_with("reuse");
+        match out.last_mut() {
+            Some(last) if continues => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => out.push(piece.to_string()),
+        }
+    }
+    out
+}
+
 /// Parses a comma-separated list of small integers such as `8,4,3,2`.
 pub fn parse_list(s: &str) -> Result<Vec<u8>> {
     s.split(',')
@@ -276,6 +294,13 @@ impl Default for CodecOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn policy_lists_keep_their_inner_commas() {
+        let got = split_policies("none, fdsr:bits=8,4,3,2,reuse,uniform:2,fdsr:budget=2,reuse=16/16,division");
+        assert_eq!(got, ["none", "fdsr:bits=8,4,3,2,reuse", "uniform:2", "fdsr:budget=2,reuse=16/16", "division"]);
+        assert!(split_policies("").is_empty());
+    }
 
     #[test]
     fn policies_round_trip_through_strings() {

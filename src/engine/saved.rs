@@ -1,8 +1,8 @@
 //! The saved-activation store: every tensor an op keeps from forward for its backward goes
 //! through [`SavedActivations`], the one place where activations are compressed.
 //!
-//! Without a policy, tensors stay on the device as they are (fp32). With one, dense activations
-//! of at least [`MIN_COMPRESSED_NUMEL`] values are queued by [`SavedActivations::save`] and
+//! Without a policy, tensors stay on the device as they are (fp32). With one, dense 4-D
+//! activations ([`compressible`]) are queued by [`SavedActivations::save`] and
 //! compressed by [`SavedActivations::flush`] (which the trainer awaits after each top-level
 //! layer, once the work that produced them is submitted); their fp32 buffers return to the pool
 //! at once. [`SavedActivations::restore_since`] decompresses a group back into device tensors
@@ -17,8 +17,15 @@ use crate::codec::format::Compressed;
 use crate::error::{FdsrError, Result};
 use crate::gpu::{Category, GpuContext};
 
-/// Smaller dense tensors stay exact (the loss's neighbours and tiny layers are not worth it).
+/// Smaller dense tensors stay exact (tiny layers are not worth it).
 pub const MIN_COMPRESSED_NUMEL: usize = 4096;
+
+/// Whether a dense tensor of `shape` is compressed under a policy: 4-D activations of at least
+/// [`MIN_COMPRESSED_NUMEL`] values. The classifier's input (rank 2, next to the loss) stays exact,
+/// as in the measurements of DESIGN.md §2 (2-bit storage of every tensor diverged).
+pub fn compressible(shape: &[usize]) -> bool {
+    shape.len() == 4 && shape.iter().product::<usize>() >= MIN_COMPRESSED_NUMEL
+}
 
 /// What a saved tensor is, for accounting (and for the policy, which compresses only `Dense`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,7 +124,7 @@ impl SavedActivations {
         self.stats.tensors += 1;
         self.seq += 1;
         match kind {
-            Kind::Dense if self.policy.is_some() && t.numel() >= MIN_COMPRESSED_NUMEL => {
+            Kind::Dense if self.policy.is_some() && compressible(t.shape()) => {
                 self.stats.fp32_bytes += bytes;
                 self.pending.push((self.seq, (layer, slot), t.clone()));
                 return;

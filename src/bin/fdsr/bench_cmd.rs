@@ -57,8 +57,8 @@ enum What {
         #[arg(long, default_value_t = 64)]
         mib: usize,
         /// Policies to time.
-        #[arg(long, default_value = "fdsr:budget=2,uniform:2,division", value_delimiter = ',')]
-        policies: Vec<String>,
+        #[arg(long, default_value = "fdsr:budget=2,uniform:2,division")]
+        policies: String,
         /// Timed repetitions (after one warm-up).
         #[arg(long, default_value_t = 3)]
         reps: usize,
@@ -154,7 +154,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                 "| policy | shape | ratio | copy ms | compress ms | decompress ms | compress/copy | decompress/copy |"
             );
             println!("|---|---|---:|---:|---:|---:|---:|---:|");
-            for p in policies {
+            for p in fdsr::codec::config::split_policies(policies) {
                 let policy: Policy = p.parse()?;
                 let r = pollster::block_on(speed::measure(&ctx, &shape, &x, &policy, (*reps).max(1)))?;
                 println!(

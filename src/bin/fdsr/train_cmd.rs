@@ -61,7 +61,7 @@ pub struct TrainArgs {
     /// Train on a seeded random subset of this many images.
     #[arg(long)]
     limit_train: Option<usize>,
-    /// Evaluate on the first this many test images.
+    /// Evaluate on a seeded random subset of this many test images.
     #[arg(long)]
     limit_test: Option<usize>,
     /// Append one JSON object per logged step and per epoch to this file.
@@ -119,8 +119,8 @@ fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)> {
         train = session::limit(&train, n, a.seed)?;
     }
     if let Some(n) = a.limit_test {
-        let idx: Vec<usize> = (0..n.min(test.len())).collect();
-        test = session::subset(&test, &idx)?;
+        // The files are stored class by class: take a seeded random subset, not the first N.
+        test = session::limit(&test, n, a.seed ^ 1)?;
     }
     Ok((name, train, test))
 }
@@ -255,8 +255,8 @@ pub struct CompareArgs {
     #[command(flatten)]
     train: TrainArgs,
     /// Policies to train with, in order (deltas are against `none` when it is listed).
-    #[arg(long, default_value = "none,fdsr", value_delimiter = ',')]
-    policies: Vec<String>,
+    #[arg(long, default_value = "none,fdsr")]
+    policies: String,
     /// Also write the table to OUT.md and the summaries to OUT.json.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -267,8 +267,9 @@ pub fn compare(c: &CompareArgs) -> Result<()> {
     if c.train.resume.is_some() || c.train.checkpoint.is_some() || c.train.metrics.is_some() {
         return Err(FdsrError::InvalidConfig("compare takes no --resume, --checkpoint or --metrics".into()));
     }
+    let policies = fdsr::codec::config::split_policies(&c.policies);
     let mut cfgs = Vec::new();
-    for p in &c.policies {
+    for p in &policies {
         let mut a = config(&c.train)?;
         a.policy = if p == "none" { None } else { Some(p.parse()?) };
         cfgs.push(a);
@@ -276,7 +277,7 @@ pub fn compare(c: &CompareArgs) -> Result<()> {
     let data = load_data(&c.train)?;
     let ctx = crate::gpu()?;
     let mut rows = Vec::new();
-    for (p, cfg) in c.policies.iter().zip(cfgs) {
+    for (p, cfg) in policies.iter().zip(cfgs) {
         eprintln!("training with {p}…");
         rows.push(train_run(&ctx, &c.train, cfg, &data)?);
     }
