@@ -9,7 +9,6 @@ use fdsr::engine::gemm::{self, ConvGeom};
 use fdsr::engine::Tensor;
 use fdsr::gpu::Category;
 use fdsr::reference::conv as r;
-use fdsr::GpuContext;
 
 const GEOMS: [ConvGeom; 6] = [
     ConvGeom { batch: 2, cin: 3, h: 9, w: 7, cout: 5, ksize: 3, stride: 1, pad: 1 },
