@@ -1,11 +1,10 @@
 // Tiled matrix products of the engine: C[M][N] = sum_k A(m, k) B(k, n) for linear layers and for
 // conv2d as an implicit GEMM (forward, input gradient, weight gradient; no im2col buffer).
-// A workgroup of 64 computes a 16x64 tile of C: each invocation one column n and 16 rows m.
-// K is walked in steps of 16; the 16x16 A tile of each step is staged in workgroup memory by all
-// 64 invocations and then read at addresses that are the same for the whole workgroup (a
-// broadcast on GPUs; one scalar load instead of a per-lane gather on lavapipe), while each
-// invocation reads its own B values. Grid: x = tile of N, y = tile of M, z = split of K (the
-// weight gradient's K is batch*OH*OW; its partial sums are added in order by `reduce_splits`).
+// A workgroup of 64 computes a 64x64 tile of C, 8x8 values per invocation (register blocking:
+// 4 vec4 reads of workgroup memory feed 64 FMAs), walking K in steps of 8: each step's 64x8 A and
+// 8x64 B tiles are staged in workgroup memory by all 64 invocations. Grid: x = tile of N, y = tile
+// of M, z = split of K (the weight gradient's K is batch*OH*OW; its partial sums are added in
+// order by `reduce_splits`). Index arithmetic per loaded column is done once, per k once.
 
 struct GemmParams {
     m: u32, n: u32, k: u32, k_split: u32,
@@ -21,15 +20,16 @@ struct GemmParams {
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> c_buf: array<f32>;
 
-const TM: u32 = 16u; // rows of C per workgroup
-const TN: u32 = 64u; // columns of C per workgroup: one per invocation
-const BK: u32 = 16u;
+const TM: u32 = 64u; // rows of C per workgroup
+const TN: u32 = 64u; // columns of C per workgroup
+const BK: u32 = 8u;
 const STRIDED: u32 = 0u; // A(m,k) = a[m*sam + k*sak], B(k,n) = b[k*sbk + n*sbn], C row-major
 const CONV_FWD: u32 = 1u; // A = weights [cout][cin*k*k], B = input patches, C = y [b][cout][oh][ow]
 const CONV_DATA: u32 = 2u; // A = weights seen as [cin][cout*k*k], B = dy gathered, C = dx
 const CONV_WEIGHT: u32 = 3u; // A = dy [cout][(b,oy,ox)], B = input patches [(b,oy,ox)][(ci,ky,kx)]
 
-var<workgroup> As: array<vec4<f32>, 64>; // [BK][TM/4]: the A tile, read uniformly
+var<workgroup> As: array<vec4<f32>, 128>; // [BK][TM/4]
+var<workgroup> Bs: array<vec4<f32>, 128>; // [BK][TN/4]
 
 fn in_plane(y: i32, x: i32, h: u32, w: u32) -> bool {
     return y >= 0 && x >= 0 && u32(y) < h && u32(x) < w;
@@ -131,43 +131,94 @@ fn load_b(mode: u32, c: Col, ki: KInfo) -> f32 {
 
 fn gemm(mode: u32, wid: vec3<u32>, tid: u32) {
     let m0 = wid.y * TM;
-    let n = wid.x * TN + tid;
+    let n0 = wid.x * TN;
     let kbeg = wid.z * p.k_split;
     let kend = min(p.k, kbeg + p.k_split);
-    // The A tile's loads: invocation tid loads rows (tid % 4)*4 .. +4 at k row tid / 4.
-    let la = col_info(mode, m0 + (tid % 4u) * 4u, 0u);
-    let lb = col_info(mode, m0 + (tid % 4u) * 4u + 1u, 0u);
-    let lc = col_info(mode, m0 + (tid % 4u) * 4u + 2u, 0u);
-    let ld = col_info(mode, m0 + (tid % 4u) * 4u + 3u, 0u);
-    let col = col_info(mode, 0u, n);
-    var acc0 = vec4<f32>(0.0);
-    var acc1 = vec4<f32>(0.0);
-    var acc2 = vec4<f32>(0.0);
-    var acc3 = vec4<f32>(0.0);
+    // Loads: invocation tid fills 4 consecutive rows (A) and columns (B) at two k rows.
+    let l4 = (tid % 16u) * 4u;
+    let lk = tid / 16u;
+    let a0i = col_info(mode, m0 + l4, n0 + l4);
+    let a1i = col_info(mode, m0 + l4 + 1u, n0 + l4 + 1u);
+    let a2i = col_info(mode, m0 + l4 + 2u, n0 + l4 + 2u);
+    let a3i = col_info(mode, m0 + l4 + 3u, n0 + l4 + 3u);
+    // Compute: invocation (ty, tx) owns rows ty*8 .. +8 and columns tx*8 .. +8.
+    let ty = tid / 8u;
+    let tx = tid % 8u;
+    var c00 = vec4<f32>(0.0);
+    var c01 = vec4<f32>(0.0);
+    var c10 = vec4<f32>(0.0);
+    var c11 = vec4<f32>(0.0);
+    var c20 = vec4<f32>(0.0);
+    var c21 = vec4<f32>(0.0);
+    var c30 = vec4<f32>(0.0);
+    var c31 = vec4<f32>(0.0);
+    var c40 = vec4<f32>(0.0);
+    var c41 = vec4<f32>(0.0);
+    var c50 = vec4<f32>(0.0);
+    var c51 = vec4<f32>(0.0);
+    var c60 = vec4<f32>(0.0);
+    var c61 = vec4<f32>(0.0);
+    var c70 = vec4<f32>(0.0);
+    var c71 = vec4<f32>(0.0);
     for (var k0 = kbeg; k0 < kend; k0 += BK) {
-        let k = k0 + tid / 4u;
-        var av = vec4<f32>(0.0);
-        if (k < kend) {
-            let ki = k_info(mode, k);
-            av = vec4<f32>(load_a(mode, la, ki), load_a(mode, lb, ki), load_a(mode, lc, ki), load_a(mode, ld, ki));
+        for (var half = 0u; half < 2u; half++) {
+            let kr = lk + half * 4u;
+            let k = k0 + kr;
+            var av = vec4<f32>(0.0);
+            var bv = vec4<f32>(0.0);
+            if (k < kend) {
+                let ki = k_info(mode, k);
+                av = vec4<f32>(load_a(mode, a0i, ki), load_a(mode, a1i, ki), load_a(mode, a2i, ki), load_a(mode, a3i, ki));
+                bv = vec4<f32>(load_b(mode, a0i, ki), load_b(mode, a1i, ki), load_b(mode, a2i, ki), load_b(mode, a3i, ki));
+            }
+            As[kr * 16u + tid % 16u] = av;
+            Bs[kr * 16u + tid % 16u] = bv;
         }
-        As[tid] = av;
         workgroupBarrier();
-        let steps = min(BK, kend - k0);
-        for (var kk = 0u; kk < steps; kk++) {
-            // Uniform across the workgroup: the A values are broadcast, B is one load per invocation.
-            let b = load_b(mode, col, k_info(mode, k0 + kk));
-            acc0 += As[kk * 4u] * b;
-            acc1 += As[kk * 4u + 1u] * b;
-            acc2 += As[kk * 4u + 2u] * b;
-            acc3 += As[kk * 4u + 3u] * b;
+        for (var kk = 0u; kk < BK; kk++) {
+            let a0 = As[kk * 16u + ty * 2u];
+            let a1 = As[kk * 16u + ty * 2u + 1u];
+            let b0 = Bs[kk * 16u + tx * 2u];
+            let b1 = Bs[kk * 16u + tx * 2u + 1u];
+            c00 += a0.x * b0;
+            c01 += a0.x * b1;
+            c10 += a0.y * b0;
+            c11 += a0.y * b1;
+            c20 += a0.z * b0;
+            c21 += a0.z * b1;
+            c30 += a0.w * b0;
+            c31 += a0.w * b1;
+            c40 += a1.x * b0;
+            c41 += a1.x * b1;
+            c50 += a1.y * b0;
+            c51 += a1.y * b1;
+            c60 += a1.z * b0;
+            c61 += a1.z * b1;
+            c70 += a1.w * b0;
+            c71 += a1.w * b1;
         }
         workgroupBarrier();
     }
-    store_col(mode, wid.z, m0, n, acc0);
-    store_col(mode, wid.z, m0 + 4u, n, acc1);
-    store_col(mode, wid.z, m0 + 8u, n, acc2);
-    store_col(mode, wid.z, m0 + 12u, n, acc3);
+    store_col8(mode, wid.z, m0 + ty * 8u + 0u, n0 + tx * 8u, c00, c01);
+    store_col8(mode, wid.z, m0 + ty * 8u + 1u, n0 + tx * 8u, c10, c11);
+    store_col8(mode, wid.z, m0 + ty * 8u + 2u, n0 + tx * 8u, c20, c21);
+    store_col8(mode, wid.z, m0 + ty * 8u + 3u, n0 + tx * 8u, c30, c31);
+    store_col8(mode, wid.z, m0 + ty * 8u + 4u, n0 + tx * 8u, c40, c41);
+    store_col8(mode, wid.z, m0 + ty * 8u + 5u, n0 + tx * 8u, c50, c51);
+    store_col8(mode, wid.z, m0 + ty * 8u + 6u, n0 + tx * 8u, c60, c61);
+    store_col8(mode, wid.z, m0 + ty * 8u + 7u, n0 + tx * 8u, c70, c71);
+}
+
+// Row m, columns n .. n+7.
+fn store_col8(mode: u32, split: u32, m: u32, n: u32, lo: vec4<f32>, hi: vec4<f32>) {
+    store_one(mode, split, m, n, lo.x);
+    store_one(mode, split, m, n + 1u, lo.y);
+    store_one(mode, split, m, n + 2u, lo.z);
+    store_one(mode, split, m, n + 3u, lo.w);
+    store_one(mode, split, m, n + 4u, hi.x);
+    store_one(mode, split, m, n + 5u, hi.y);
+    store_one(mode, split, m, n + 6u, hi.z);
+    store_one(mode, split, m, n + 7u, hi.w);
 }
 
 fn store_one(mode: u32, split: u32, m: u32, n: u32, v: f32) {
@@ -184,14 +235,6 @@ fn store_one(mode: u32, split: u32, m: u32, n: u32, v: f32) {
         if (mode == STRIDED && p.has_bias != 0u && split == 0u) { x += bias[n]; }
         c_buf[(split * p.m + m) * p.n + n] = x;
     }
-}
-
-// Rows m .. m+3 of column n.
-fn store_col(mode: u32, split: u32, m: u32, n: u32, v: vec4<f32>) {
-    store_one(mode, split, m, n, v.x);
-    store_one(mode, split, m + 1u, n, v.y);
-    store_one(mode, split, m + 2u, n, v.z);
-    store_one(mode, split, m + 3u, n, v.w);
 }
 
 @compute @workgroup_size(64)

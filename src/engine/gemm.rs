@@ -7,8 +7,8 @@ use crate::gpu::kernel::{dispatch, dispatch_grid, uniform};
 use crate::gpu::{Category, GpuContext};
 
 /// Rows of C per workgroup.
-const TM: usize = 16;
-/// Columns of C per workgroup (one per invocation).
+const TM: usize = 64;
+/// Columns of C per workgroup.
 const TN: usize = 64;
 /// Largest K one workgroup walks before the weight gradient splits K over the grid's z.
 const SPLIT_K: usize = 4096;
@@ -173,7 +173,7 @@ fn run(
     let bias = bias.unwrap_or(a);
     let splits = p.splits.max(1);
     p.splits = splits;
-    p.k_split = p.k.div_ceil(splits).next_multiple_of(16).max(16);
+    p.k_split = p.k.div_ceil(splits).next_multiple_of(8).max(8);
     let pbuf = uniform(ctx, entry, &p);
     if splits == 1 {
         return dispatch_grid(ctx, enc, "gemm", entry, &[&pbuf, a, b, bias, out.buffer()], [grid_xy[0], grid_xy[1], 1]);
