@@ -102,11 +102,6 @@ impl SavedActivations {
         self.policy.is_some()
     }
 
-    /// The policy, if any.
-    pub fn policy(&self) -> Option<&Policy> {
-        self.policy.as_ref()
-    }
-
     /// Seeds stochastic rounding for the next step (the trainer passes seed and step).
     pub fn set_seed(&mut self, seed: u32) {
         self.seed = seed;
@@ -182,11 +177,6 @@ impl SavedActivations {
     /// `true` when nothing is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Bytes of compressed activations held now (host side).
-    pub fn compressed_bytes(&self) -> u64 {
-        self.compressed.iter().map(|(_, _, c)| c.stored_bytes() as u64).sum()
     }
 
     /// Drops everything held (e.g. after an evaluation forward) and restarts the sequence.

@@ -12,7 +12,7 @@ pub const USAGE: wgpu::BufferUsages =
 /// An f32 tensor on the device (row-major; rank 4 is NCHW). Cloning shares the buffer.
 ///
 /// Buffers come from the context's pool and are **not** cleared: a kernel writing a new tensor
-/// must write every element, or the tensor must come from [`Tensor::zeros`].
+/// must write every element.
 #[derive(Clone)]
 pub struct Tensor {
     buf: Arc<PooledBuffer>,
@@ -37,13 +37,6 @@ impl Tensor {
     pub fn uninit(ctx: &GpuContext, shape: &[usize], category: Category) -> Tensor {
         let bytes = (numel(shape) as u64 * 4).max(4);
         Tensor { buf: Arc::new(ctx.pool.get(&ctx.device, category, bytes, USAGE)), shape: shape.to_vec() }
-    }
-
-    /// A tensor of zeros; the clear is recorded into `enc`.
-    pub fn zeros(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, shape: &[usize], category: Category) -> Tensor {
-        let t = Tensor::uninit(ctx, shape, category);
-        enc.clear_buffer(t.buffer(), 0, None);
-        t
     }
 
     /// A tensor holding `data`, uploaded before the next submitted work.

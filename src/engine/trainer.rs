@@ -47,6 +47,14 @@ async fn record<T>(ctx: &GpuContext, stage: &str, f: impl FnOnce(&mut wgpu::Comm
     .await?
 }
 
+/// Uploads a batch of `[n, 1, 32, 32]` images and their labels. Uploads go ahead of every
+/// recorded pass, so this runs only between submits, never while recording.
+fn upload_batch(ctx: &GpuContext, images: &[f32], labels: &[u8]) -> Result<(Tensor, ops::Labels)> {
+    let side = super::model::INPUT_SIDE;
+    let x = Tensor::from_slice(ctx, images, &[labels.len(), 1, side, side], Category::Workspace)?;
+    Ok((x, ops::upload_labels(ctx, labels)))
+}
+
 /// Mean loss and accuracy over the steps since the last read.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Metrics {
@@ -104,11 +112,8 @@ impl Trainer {
     /// update. Reads nothing back but what the codec needs.
     pub async fn step(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8], lr: f32) -> Result<()> {
         let n = labels.len();
-        let side = super::model::INPUT_SIDE;
-        // Uploads go ahead of every recorded pass: only between submits, never while recording.
-        let x = Tensor::from_slice(ctx, images, &[n, 1, side, side], Category::Workspace)?;
+        let (x, y) = upload_batch(ctx, images, labels)?;
         self.model.check_input(&x)?;
-        let y = ops::upload_labels(ctx, labels);
         self.saved.clear();
         self.saved.set_seed((self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9));
         let layers = self.model.layer_count();
@@ -181,9 +186,7 @@ impl Trainer {
         let idx: Vec<usize> = (0..data.len()).collect();
         for chunk in idx.chunks(batch.max(1)) {
             let (images, labels) = make_batch(data, chunk, norm, None)?;
-            let side = super::model::INPUT_SIDE;
-            let x = Tensor::from_slice(ctx, &images, &[chunk.len(), 1, side, side], Category::Workspace)?;
-            let y = ops::upload_labels(ctx, &labels);
+            let (x, y) = upload_batch(ctx, &images, &labels)?;
             let (model, saved) = (&mut self.model, &mut self.saved);
             record(ctx, "evaluate", |enc| {
                 let logits = model.forward(&mut Pass { ctx, enc, saved, train: false }, x)?;

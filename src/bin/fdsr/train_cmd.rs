@@ -125,11 +125,12 @@ fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)> {
     Ok((name, train, test))
 }
 
-struct Metrics(Option<std::fs::File>);
+/// The optional JSONL metrics file.
+struct MetricsFile(Option<std::fs::File>);
 
-impl Metrics {
-    fn open(path: Option<&Path>, append: bool) -> Result<Metrics> {
-        let Some(path) = path else { return Ok(Metrics(None)) };
+impl MetricsFile {
+    fn open(path: Option<&Path>, append: bool) -> Result<MetricsFile> {
+        let Some(path) = path else { return Ok(MetricsFile(None)) };
         let file = std::fs::OpenOptions::new()
             .create(true)
             .write(true)
@@ -137,7 +138,7 @@ impl Metrics {
             .truncate(!append)
             .open(path)
             .map_err(|source| FdsrError::Io { path: path.display().to_string(), source })?;
-        Ok(Metrics(Some(file)))
+        Ok(MetricsFile(Some(file)))
     }
     fn write(&mut self, v: &Value) -> Result<()> {
         if let Some(f) = &mut self.0 {
@@ -180,7 +181,7 @@ fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -
         checkpoint::restore(ctx, &mut s.trainer, &st)?;
         eprintln!("resumed {} at step {} of {}", dir.display(), s.trainer.step, s.total_steps());
     }
-    let mut metrics = Metrics::open(a.metrics.as_deref(), a.resume.is_some())?;
+    let mut metrics = MetricsFile::open(a.metrics.as_deref(), a.resume.is_some())?;
     let spe = s.steps_per_epoch();
     let bar = if a.quiet { ProgressBar::hidden() } else { ProgressBar::new(s.total_steps()) };
     bar.set_style(
