@@ -1,6 +1,7 @@
-// Elementwise ops of the engine: ReLU with a 1-bit mask (bit i of word j = value 32j+i > 0),
-// its backward, and the residual add / gradient accumulation. One invocation per element (per
-// mask word for relu_forward, so no atomics) on a 2-D grid of 256-wide workgroups.
+// Elementwise ops of the engine: ReLU with a 1-bit mask (bit i of word j = value 32j+i > 0), its
+// backward, the mask alone, the mask-aware clamp, and the residual add / gradient accumulation.
+// One invocation per element (per mask word for the masks, so no atomics) on a 2-D grid of
+// 256-wide workgroups.
 
 struct EwParams { n: u32, words: u32, _a: u32, _b: u32 }
 
@@ -40,6 +41,31 @@ fn relu_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n) { return; }
     let bit = (in1[i >> 5u] >> (i & 31u)) & 1u;
     out0[i] = select(0.0, in0[i], bit == 1u);
+}
+
+// The mask word of 32 consecutive values alone (1 where > 0).
+@compute @workgroup_size(256)
+fn positive_mask(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let j = linear_id(wg, nwg, lid);
+    if (j >= p.words) { return; }
+    let base = j * 32u;
+    let end = min(base + 32u, p.n);
+    var word = 0u;
+    for (var i = base; i < end; i++) {
+        word |= select(0u, 1u << (i - base), in0[i] > 0.0);
+    }
+    out1[j] = word;
+}
+
+// max(x, 0) where the mask bit is set, else exactly 0 (mask-aware decode of a ReLU output).
+@compute @workgroup_size(256)
+fn mask_clamp(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    let i = linear_id(wg, nwg, lid);
+    if (i >= p.n) { return; }
+    let bit = (in1[i >> 5u] >> (i & 31u)) & 1u;
+    out0[i] = select(0.0, max(in0[i], 0.0), bit == 1u);
 }
 
 // out = a + b.

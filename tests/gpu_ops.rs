@@ -38,6 +38,8 @@ fn relu_and_add_match_reference() {
         let mut e = enc(&ctx);
         let (y, mask) = ops::relu_forward(&ctx, &mut e, &xt).unwrap();
         let dx = ops::relu_backward(&ctx, &mut e, &dyt, &mask).unwrap();
+        let own = ops::positive_mask(&ctx, &mut e, &xt).unwrap();
+        let clamped = ops::mask_clamp(&ctx, &mut e, &dyt, &mask).unwrap();
         let s = ops::add(&ctx, &mut e, &xt, &bt).unwrap();
         ops::add_into(&ctx, &mut e, &acc, &dyt).unwrap();
         ctx.queue.submit([e.finish()]);
@@ -45,6 +47,10 @@ fn relu_and_add_match_reference() {
         assert_eq!(read_words(&ctx, &mask.words), rw, "mask n={n}");
         assert_eq!(read(&ctx, &y), ry, "relu n={n}");
         assert_eq!(read(&ctx, &dx), r::relu_backward(&dy, &rw), "relu backward n={n}");
+        assert_eq!(read_words(&ctx, &own.words), rw, "positive mask n={n}");
+        let want = r::mask_clamp(&dy, &rw);
+        assert!(want.iter().zip(&dy).any(|(w, d)| *w == 0.0 && *d != 0.0) || n < 32, "the mask must zero some");
+        assert_eq!(read(&ctx, &clamped), want, "mask clamp n={n}");
         let sum: Vec<f32> = x.iter().zip(&b).map(|(a, b)| a + b).collect();
         assert_eq!(read(&ctx, &s), sum, "add n={n}");
         let acc_want: Vec<f32> = b.iter().zip(&dy).map(|(a, b)| a + b).collect();

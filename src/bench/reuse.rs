@@ -58,6 +58,7 @@ pub async fn measure(ctx: &GpuContext, samples: &[Sample], policies: &[Policy], 
                 for i in 0..=reps.max(1) {
                     let t = Instant::now();
                     let (c, st) = compress_buffer_with_stats(ctx, &input, &s.shape, &p, &opts).await?;
+                    let st = st.reuse;
                     let tc = t.elapsed().as_secs_f64();
                     let t = Instant::now();
                     let y = decompress(ctx, &c).await?;

@@ -1,5 +1,6 @@
 //! Entry points: compress and decompress a tensor on the GPU with any policy.
 
+pub use super::alloc::FdsrStats;
 use super::config::{BitChoice, CodecOptions, Policy};
 use super::format::{Body, Compressed};
 use super::{alloc, fdsr_gpu};
@@ -7,6 +8,15 @@ use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::storage_init;
 use crate::gpu::GpuContext;
 pub use crate::reference::reuse::ReuseStats;
+
+/// What compressing one tensor measured besides its stored form.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CodecStats {
+    /// Similarity reuse counts (`fdsr` on a 4-D tensor with reuse on).
+    pub reuse: Option<ReuseStats>,
+    /// The DCT analysis pass (`fdsr` on a 4-D tensor): tile classes, band energies and ranges.
+    pub analysis: Option<FdsrStats>,
+}
 
 /// Largest magnitude the codec accepts (scale codes stay in f32's normal range).
 pub const MAX_MAGNITUDE: f32 = 1.329_228e36; // 2^120
@@ -54,7 +64,8 @@ pub async fn compress_with_stats(
     validate_input(x, shape)?;
     policy.validate()?;
     let input = storage_init(ctx, "fdsr input", bytemuck::cast_slice(x));
-    compress_buffer_with_stats(ctx, &input, shape, policy, opts).await
+    let (c, stats) = compress_buffer_with_stats(ctx, &input, shape, policy, opts).await?;
+    Ok((c, stats.reuse))
 }
 
 /// Compresses a tensor already on the device (`STORAGE | COPY_SRC`, f32, finite).
@@ -68,23 +79,23 @@ pub async fn compress_buffer(
     Ok(compress_buffer_with_stats(ctx, input, shape, policy, opts).await?.0)
 }
 
-/// [`compress_buffer`] with the reuse statistics of [`compress_with_stats`].
+/// [`compress_buffer`] with what it measured ([`CodecStats`]).
 pub async fn compress_buffer_with_stats(
     ctx: &GpuContext,
     input: &wgpu::Buffer,
     shape: &[usize],
     policy: &Policy,
     opts: &CodecOptions,
-) -> Result<(Compressed, Option<ReuseStats>)> {
+) -> Result<(Compressed, CodecStats)> {
     let numel: usize = shape.iter().product();
-    let mut stats = None;
+    let mut stats = CodecStats::default();
     let body = match policy {
         Policy::Lossless => Body::Lossless { data: super::lossless_gpu::compress(ctx, input, numel).await? },
         Policy::Uniform { bits } => Body::Uniform(super::uniform_gpu::compress(ctx, input, shape, *bits, opts).await?),
         Policy::Division => Body::Division(super::division_gpu::compress(ctx, input, shape, opts).await?),
         Policy::Fdsr(cfg) if shape.len() == 4 => {
-            let (body, st) = fdsr_gpu::compress_with_stats(ctx, input, shape, cfg, opts).await?;
-            stats = st;
+            let (body, reuse, analysis) = fdsr_gpu::compress_with_stats(ctx, input, shape, cfg, opts).await?;
+            stats = CodecStats { reuse, analysis: Some(analysis) };
             Body::Fdsr(body)
         }
         Policy::Fdsr(cfg) => {

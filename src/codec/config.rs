@@ -40,6 +40,11 @@ pub struct FdsrConfig {
     pub dc_threshold: f32,
     /// Similarity reuse (LSH) of near-duplicate full tiles; `None` (the default) turns it off.
     pub reuse: Option<ReuseConfig>,
+    /// Mask-aware storage of saved activations known to be ≥ 0 (ReLU outputs, pooled or not):
+    /// their exact zero mask is kept (1 bit per value, shared with the ReLU's own mask where it
+    /// is the same tensor) and re-applied after decoding, with a clamp at 0. Used by the
+    /// training engine's saved-activation store; the codec alone ignores it.
+    pub mask_aware: bool,
 }
 
 /// Default number of leading zig-zag coefficients a signature projects.
@@ -101,6 +106,7 @@ impl Default for FdsrConfig {
             bits: BitChoice::Budget(2.0),
             dc_threshold: DEFAULT_DC_THRESHOLD,
             reuse: None,
+            mask_aware: false,
         }
     }
 }
@@ -175,12 +181,13 @@ impl Policy {
 impl FromStr for Policy {
     type Err = FdsrError;
     /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B` or `fdsr:bits=8,4,3,2`;
-    /// the `fdsr` forms take a trailing `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:reuse`).
+    /// the `fdsr` forms take trailing flags `,mask` (mask-aware) and `,reuse` or `,reuse=K/B[/R]`
+    /// (alone: `fdsr:mask`, `fdsr:reuse`).
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
         let bad = || {
             FdsrError::InvalidConfig(format!(
-                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H][,reuse[=K/B/R]])"
+                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H][,mask][,reuse[=K/B/R]])"
             ))
         };
         let p = match (name, arg) {
@@ -190,10 +197,16 @@ impl FromStr for Policy {
             ("fdsr", None) => Policy::Fdsr(FdsrConfig::default()),
             ("fdsr", Some(a)) => {
                 let mut c = FdsrConfig::default();
-                let (a, reuse) = split_reuse(a);
-                c.reuse = reuse.map(|r| r.map_or(Ok(ReuseConfig::default()), ReuseConfig::parse)).transpose()?;
-                if a.is_empty() && c.reuse.is_some() {
-                    // `fdsr:reuse`: default bits.
+                let (a, flags) = split_flags(a);
+                for flag in flags {
+                    match flag.split_once('=').map_or((flag, None), |(k, v)| (k, Some(v))) {
+                        ("mask", None) => c.mask_aware = true,
+                        ("reuse", v) => c.reuse = Some(v.map_or(Ok(ReuseConfig::default()), ReuseConfig::parse)?),
+                        _ => return Err(bad()),
+                    }
+                }
+                if a.is_empty() && (c.reuse.is_some() || c.mask_aware) {
+                    // `fdsr:reuse`, `fdsr:mask`: default bits.
                 } else if let Some(b) = a.strip_prefix("budget=") {
                     c.bits = BitChoice::Budget(b.parse().map_err(|_| bad())?);
                 } else if let Some(b) = a.strip_prefix("bits=") {
@@ -210,15 +223,28 @@ impl FromStr for Policy {
     }
 }
 
-/// Splits a trailing `,reuse[=…]` (or a whole `reuse[=…]`) off an `fdsr` argument: the rest,
-/// and `Some(value)` when reuse was given (`Some(None)` for a bare `reuse`).
-fn split_reuse(a: &str) -> (&str, Option<Option<&str>>) {
-    let (rest, last) = a.rsplit_once(',').map_or(("", a), |(r, l)| (r, l));
-    match last.strip_prefix("reuse") {
-        Some("") => (rest, Some(None)),
-        Some(v) if v.starts_with('=') => (rest, Some(Some(&v[1..]))),
-        _ => (a, None),
+/// Splits the trailing flags (`mask`, `reuse[=…]`) off an `fdsr` argument: the rest, and the
+/// flags in the order given.
+fn split_flags(a: &str) -> (&str, Vec<&str>) {
+    let mut rest = a;
+    let mut flags = Vec::new();
+    loop {
+        let (head, last) = rest.rsplit_once(',').map_or(("", rest), |(r, l)| (r, l));
+        if !is_flag(last) {
+            break;
+        }
+        flags.insert(0, last);
+        rest = head;
+        if head.is_empty() {
+            break;
+        }
     }
+    (rest, flags)
+}
+
+/// Whether a comma-separated piece of an `fdsr` policy is one of its flags.
+fn is_flag(piece: &str) -> bool {
+    piece == "mask" || piece == "reuse" || piece.starts_with("reuse=")
 }
 
 /// Splits a comma-separated list of policies, keeping the commas that belong to one policy
@@ -227,7 +253,7 @@ fn split_reuse(a: &str) -> (&str, Option<Option<&str>>) {
 pub fn split_policies(s: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for piece in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let continues = piece.chars().all(|c| c.is_ascii_digit()) || piece.starts_with("reuse");
+        let continues = piece.chars().all(|c| c.is_ascii_digit()) || is_flag(piece);
         match out.last_mut() {
             Some(last) if continues => {
                 last.push(',');
@@ -264,6 +290,9 @@ impl fmt::Display for Policy {
                         write!(f, "fdsr:bits={}", s.join(","))?
                     }
                 }
+                if c.mask_aware {
+                    write!(f, ",mask")?;
+                }
                 match c.reuse {
                     None => Ok(()),
                     Some(r) if r == ReuseConfig::default() => write!(f, ",reuse"),
@@ -297,8 +326,8 @@ mod tests {
 
     #[test]
     fn policy_lists_keep_their_inner_commas() {
-        let got = split_policies("none, fdsr:bits=8,4,3,2,reuse,uniform:2,fdsr:budget=2,reuse=16/16,division");
-        assert_eq!(got, ["none", "fdsr:bits=8,4,3,2,reuse", "uniform:2", "fdsr:budget=2,reuse=16/16", "division"]);
+        let got = split_policies("none, fdsr:bits=8,4,3,2,reuse,uniform:2,fdsr:budget=2,mask,reuse=16/16,division");
+        assert_eq!(got, ["none", "fdsr:bits=8,4,3,2,reuse", "uniform:2", "fdsr:budget=2,mask,reuse=16/16", "division"]);
         assert!(split_policies("").is_empty());
     }
 
@@ -313,12 +342,16 @@ mod tests {
             "fdsr:budget=2,reuse",
             "fdsr:bits=8,4,3,2,reuse",
             "fdsr:budget=1.5,reuse=8/12/2",
+            "fdsr:bits=8,4,2,0,mask",
+            "fdsr:budget=2,mask,reuse",
         ] {
             let p: Policy = s.parse().unwrap();
             assert_eq!(p.to_string(), s);
         }
         assert_eq!("fdsr:reuse".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
         assert_eq!("fdsr:budget=2,reuse=16/16".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
+        assert_eq!("fdsr:mask".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,mask");
+        assert_eq!("fdsr:budget=2,reuse,mask".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,mask,reuse");
         for bad in [
             "uniform:9",
             "uniform",
@@ -331,6 +364,7 @@ mod tests {
             "fdsr:budget=2,reuse=64/16",
             "fdsr:budget=2,reuse=16",
             "fdsr:budget=2,reusex",
+            "fdsr:budget=2,mask=1",
         ] {
             assert!(bad.parse::<Policy>().is_err(), "{bad} should be rejected");
         }

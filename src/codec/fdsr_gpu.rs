@@ -244,16 +244,17 @@ pub async fn compress(
     Ok(compress_inner(ctx, input, shape, cfg, opts).await?.0)
 }
 
-/// Like [`compress`], also returning the reuse statistics (`None` without `cfg.reuse`).
+/// Like [`compress`], also returning the reuse statistics (`None` without `cfg.reuse`) and the
+/// analysis pass's statistics (classes, band energies and ranges: what bit allocation saw).
 pub async fn compress_with_stats(
     ctx: &GpuContext,
     input: &wgpu::Buffer,
     shape: &[usize],
     cfg: &FdsrConfig,
     opts: &CodecOptions,
-) -> Result<(FdsrBody, Option<ReuseStats>)> {
-    let (body, stats, _) = compress_inner(ctx, input, shape, cfg, opts).await?;
-    Ok((body, stats))
+) -> Result<(FdsrBody, Option<ReuseStats>, FdsrStats)> {
+    let (body, stats, _, analysis) = compress_inner(ctx, input, shape, cfg, opts).await?;
+    Ok((body, stats, analysis))
 }
 
 /// The reuse key of every tile (0 for tiles that are not full), as the GPU computes it: for
@@ -290,7 +291,7 @@ async fn compress_inner(
     shape: &[usize],
     cfg: &FdsrConfig,
     opts: &CodecOptions,
-) -> Result<(FdsrBody, Option<ReuseStats>, Vec<u32>)> {
+) -> Result<(FdsrBody, Option<ReuseStats>, Vec<u32>, FdsrStats)> {
     cfg.validate()?;
     let g = Geometry::new(ctx, shape)?;
     let tables = Tables::buffer(ctx);
@@ -364,5 +365,5 @@ async fn compress_inner(
         refs,
         payload,
     };
-    Ok((body, stats, keys))
+    Ok((body, stats, keys, a.stats))
 }

@@ -4,7 +4,7 @@ use super::layers::{BatchNorm2d, Builder, Conv2d, Layer, Pass};
 use super::ops;
 use super::param::Param;
 use super::saved::Kind;
-use super::tensor::Tensor;
+use super::tensor::{Sign, Tensor};
 use crate::error::{FdsrError, Result};
 
 /// ReLU; keeps a 1-bit mask for backward.
@@ -25,9 +25,9 @@ impl Layer for Relu {
         let (y, mask) = ops::relu_forward(p.ctx, p.enc, &x)?;
         if p.train {
             self.len = mask.len;
-            p.saved.save(self.id, 0, &mask.words, Kind::Packed);
+            p.saved.save(self.id, 0, &format!("relu{}.mask", self.id), &mask.words, Kind::Packed);
         }
-        Ok(y)
+        Ok(y.with_sign(Sign::Masked(Box::new(mask.words))))
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
         let mask = ops::BitMask { words: p.saved.load(self.id, 0)?, len: self.len };
@@ -57,9 +57,11 @@ impl Layer for MaxPool2 {
         if p.train {
             self.input_shape = x.shape().to_vec();
             self.index_len = index.len;
-            p.saved.save(self.id, 0, &index.words, Kind::Packed);
+            p.saved.save(self.id, 0, &format!("maxpool{}.index", self.id), &index.words, Kind::Packed);
         }
-        Ok(y)
+        // The maximum of non-negative values is non-negative (its zero mask is another one).
+        let sign = if matches!(x.sign(), Sign::Any) { Sign::Any } else { Sign::NonNegative };
+        Ok(y.with_sign(sign))
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
         let index = ops::PoolIndex { words: p.saved.load(self.id, 0)?, len: self.index_len };

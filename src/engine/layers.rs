@@ -58,6 +58,7 @@ impl<'a> Builder<'a> {
 /// 2-D convolution without bias (each is followed by batch norm), square kernel.
 pub struct Conv2d {
     id: usize,
+    name: String,
     weight: Param,
     stride: usize,
     pad: usize,
@@ -80,7 +81,7 @@ impl Conv2d {
     ) -> Result<Self> {
         let init = Init::KaimingNormal { fan_in: cin * k * k };
         let weight = Param::trainable(b.ctx, format!("{name}.weight"), &[cout, cin, k, k], init, true, &mut b.rng)?;
-        Ok(Conv2d { id: b.id(), weight, stride, pad, input_grad, geom: None })
+        Ok(Conv2d { id: b.id(), name: name.to_string(), weight, stride, pad, input_grad, geom: None })
     }
 }
 
@@ -89,7 +90,7 @@ impl Layer for Conv2d {
         let y = gemm::conv2d_forward(p.ctx, p.enc, &x, &self.weight.value, None, self.stride, self.pad)?;
         if p.train {
             self.geom = Some(ConvGeom::of(x.shape(), self.weight.value.shape(), self.stride, self.pad)?);
-            p.saved.save(self.id, 0, &x, Kind::Dense);
+            p.saved.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense);
         }
         Ok(y)
     }
@@ -118,6 +119,7 @@ fn no_forward(name: &str) -> FdsrError {
 /// Fully connected layer with bias: `[batch, inputs] → [batch, outputs]`.
 pub struct Linear {
     id: usize,
+    name: String,
     weight: Param,
     bias: Param,
     /// A never-recycled buffer of ones for the bias gradient (written once, so no upload can
@@ -131,7 +133,7 @@ impl Linear {
         let init = Init::Uniform { fan_in: inputs };
         let weight = Param::trainable(b.ctx, format!("{name}.weight"), &[outputs, inputs], init, true, &mut b.rng)?;
         let bias = Param::trainable(b.ctx, format!("{name}.bias"), &[outputs], init, false, &mut b.rng)?;
-        Ok(Linear { id: b.id(), weight, bias, ones: None })
+        Ok(Linear { id: b.id(), name: name.to_string(), weight, bias, ones: None })
     }
 }
 
@@ -139,7 +141,7 @@ impl Layer for Linear {
     fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
         let y = gemm::linear_forward(p.ctx, p.enc, &x, &self.weight.value, Some(&self.bias.value))?;
         if p.train {
-            p.saved.save(self.id, 0, &x, Kind::Dense);
+            p.saved.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense);
         }
         Ok(y)
     }
@@ -169,6 +171,7 @@ impl Layer for Linear {
 /// Batch normalization over (N, H, W) per channel, with running statistics for evaluation.
 pub struct BatchNorm2d {
     id: usize,
+    name: String,
     gamma: Param,
     beta: Param,
     running_mean: Param,
@@ -182,6 +185,7 @@ impl BatchNorm2d {
         let c = [channels];
         Ok(BatchNorm2d {
             id: b.id(),
+            name: name.to_string(),
             gamma: Param::trainable(b.ctx, format!("{name}.weight"), &c, Init::Constant(1.0), false, &mut b.rng)?,
             beta: Param::trainable(b.ctx, format!("{name}.bias"), &c, Init::Constant(0.0), false, &mut b.rng)?,
             running_mean: Param::buffer(b.ctx, format!("{name}.running_mean"), &c, 0.0)?,
@@ -203,7 +207,7 @@ impl Layer for BatchNorm2d {
             return ops::batchnorm_eval_forward(p.ctx, p.enc, &x, &bn);
         }
         let (y, stats) = ops::batchnorm_train_forward(p.ctx, p.enc, &x, &bn)?;
-        p.saved.save(self.id, 0, &x, Kind::Dense);
+        p.saved.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense);
         self.stats = Some(stats);
         Ok(y)
     }

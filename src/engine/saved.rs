@@ -7,18 +7,38 @@
 //! layer, once the work that produced them is submitted); their fp32 buffers return to the pool
 //! at once. [`SavedActivations::restore_since`] decompresses a group back into device tensors
 //! before its backward is recorded. Packed masks and indices are kept as they are.
+//!
+//! A mask-aware `fdsr` policy (`,mask`) keeps the exact zero mask of tensors known to be ≥ 0
+//! ([`Sign`]): the ReLU's own mask when the tensor is a ReLU output (counted once, by the ReLU),
+//! else a mask computed here (counted with the tensor); restoring re-applies it and clamps at 0.
+//! Per-layer budgets ([`SavedActivations::set_budgets`]) override the policy's budget, and every
+//! saved tensor of the last step leaves a [`TensorRecord`].
 
 use std::collections::HashMap;
 
-use super::tensor::Tensor;
-use crate::codec::api::{compress_buffer, decompress};
-use crate::codec::config::{CodecOptions, Policy, Rounding};
-use crate::codec::format::Compressed;
+use super::ops::{self, BitMask};
+use super::tensor::{Sign, Tensor};
+use crate::codec::api::{compress_buffer_with_stats, decompress, FdsrStats};
+use crate::codec::config::{BitChoice, CodecOptions, Policy, Rounding};
+use crate::codec::format::{Body, Compressed};
 use crate::error::{FdsrError, Result};
 use crate::gpu::{Category, GpuContext};
 
 /// Smaller dense tensors stay exact (tiny layers are not worth it).
 pub const MIN_COMPRESSED_NUMEL: usize = 4096;
+/// Least budget (bits per value) asked of the codec for one tensor.
+pub const MIN_CODEC_BUDGET: f64 = 0.25;
+
+/// Records `f` into a new encoder and submits it (between the trainer's own submits).
+async fn record<T>(ctx: &GpuContext, what: &str, f: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<T>) -> Result<T> {
+    ctx.scoped(what, || {
+        let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(what) });
+        let out = f(&mut enc)?;
+        ctx.queue.submit([enc.finish()]);
+        Ok(out)
+    })
+    .await?
+}
 
 /// Whether a dense tensor of `shape` is compressed under a policy: 4-D activations of at least
 /// [`MIN_COMPRESSED_NUMEL`] values. The classifier's input (rank 2, next to the loss) stays exact,
@@ -47,6 +67,10 @@ pub struct SavedStats {
     pub stored_bytes: u64,
     /// Bytes of packed masks and indices (stored as they are).
     pub packed_bytes: u64,
+    /// Full tiles stored as references to a near-duplicate (similarity reuse).
+    pub reuse_hits: u64,
+    /// Full tiles that took part in reuse (the hit rate is `reuse_hits / reuse_eligible`).
+    pub reuse_eligible: u64,
 }
 
 impl SavedStats {
@@ -60,16 +84,66 @@ impl SavedStats {
         }
     }
 
+    /// Fraction of the full tiles that similarity reuse stored as references (0 without reuse).
+    pub fn reuse_hit_rate(&self) -> f64 {
+        if self.reuse_eligible == 0 {
+            0.0
+        } else {
+            self.reuse_hits as f64 / self.reuse_eligible as f64
+        }
+    }
+
     /// Adds another window's counts.
     pub fn add(&mut self, o: &SavedStats) {
         self.tensors += o.tensors;
         self.fp32_bytes += o.fp32_bytes;
         self.stored_bytes += o.stored_bytes;
         self.packed_bytes += o.packed_bytes;
+        self.reuse_hits += o.reuse_hits;
+        self.reuse_eligible += o.reuse_eligible;
     }
 }
 
+/// What the store did with one saved tensor in the last training step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorRecord {
+    /// Layer and what it saved, e.g. `conv2.input`, `relu4.mask`.
+    pub name: String,
+    /// Layer id (the store's key).
+    pub layer: usize,
+    /// Dimensions.
+    pub shape: Vec<usize>,
+    /// Bytes as f32 (packed tensors: their own size).
+    pub fp32_bytes: u64,
+    /// Bytes stored (compressed size, metadata and an own zero mask included).
+    pub stored_bytes: u64,
+    /// Stored form: `fp32`, `packed` or the policy (`fdsr:bits=8,4,2,0,mask`, `uniform:2`, …).
+    pub form: String,
+    /// Bits per band (`fdsr` on 4-D tensors), else empty.
+    pub bits: Vec<u8>,
+    /// Tiles of class zero, DC-only, full and reference (`fdsr`), else zeros.
+    pub classes: [u64; 4],
+    /// Per band, `Σ coef²` over full tiles (index 0: DC, not summed) (`fdsr`), else empty.
+    pub band_energy: Vec<f64>,
+    /// Tiles stored as references, and full tiles that took part in reuse.
+    pub reuse_hits: u64,
+    /// Full tiles that took part in reuse.
+    pub reuse_eligible: u64,
+    /// The budget asked of the codec (bits per value), where the policy has one.
+    pub budget: Option<f64>,
+    /// The analysis pass's statistics (`fdsr` on 4-D tensors): what the controller allocates from.
+    pub analysis: Option<FdsrStats>,
+}
+
 type Key = (usize, u8);
+
+/// A compressed tensor and the mask that its decode re-applies.
+struct Stored {
+    seq: u64,
+    key: Key,
+    c: Compressed,
+    mask: Option<BitMask>,
+}
 
 /// Tensors kept between a layer's forward and its backward, keyed by (layer id, slot).
 #[derive(Default)]
@@ -77,10 +151,13 @@ pub struct SavedActivations {
     policy: Option<Policy>,
     seed: u32,
     slots: HashMap<Key, Tensor>,
-    pending: Vec<(u64, Key, Tensor)>,
-    compressed: Vec<(u64, Key, Compressed)>,
+    pending: Vec<(u64, Key, String, Tensor)>,
+    compressed: Vec<Stored>,
     seq: u64,
     stats: SavedStats,
+    budgets: HashMap<String, f64>,
+    records: Vec<TensorRecord>,
+    exact: Option<HashMap<Key, Tensor>>,
 }
 
 impl SavedActivations {
@@ -102,9 +179,30 @@ impl SavedActivations {
         self.policy.is_some()
     }
 
-    /// Seeds stochastic rounding for the next step (the trainer passes seed and step).
-    pub fn set_seed(&mut self, seed: u32) {
+    /// Starts a training step: drops what is held and the last step's records, and seeds
+    /// stochastic rounding (the trainer passes seed and step). With `keep_exact`, the fp32 form of
+    /// every compressed tensor is kept too, for [`Self::restore_exact_since`] (the probe).
+    pub fn begin_step(&mut self, seed: u32, keep_exact: bool) {
+        self.clear();
+        self.records.clear();
         self.seed = seed;
+        self.exact = keep_exact.then(HashMap::new);
+    }
+
+    /// The records of every tensor saved in the current (or last) training step, in save order.
+    pub fn records(&self) -> &[TensorRecord] {
+        &self.records
+    }
+
+    /// Budgets (bits per value) by saved-tensor name, overriding the policy's budget for those
+    /// tensors (the controller's per-layer allocation). Fixed-bit policies ignore them.
+    pub fn set_budgets(&mut self, budgets: HashMap<String, f64>) {
+        self.budgets = budgets;
+    }
+
+    /// The policy the store compresses with (`None`: fp32).
+    pub fn policy(&self) -> Option<&Policy> {
+        self.policy.as_ref()
     }
 
     /// Sequence number of the next save: group boundaries for [`Self::restore_since`].
@@ -112,37 +210,130 @@ impl SavedActivations {
         self.seq
     }
 
-    /// Keeps `t` for the backward of `layer` in `slot` (replacing what was there).
-    pub fn save(&mut self, layer: usize, slot: u8, t: &Tensor, kind: Kind) {
+    /// Keeps `t` for the backward of `layer` in `slot` (replacing what was there); `name` says
+    /// which layer and what (`conv2.input`) in the records.
+    pub fn save(&mut self, layer: usize, slot: u8, name: &str, t: &Tensor, kind: Kind) {
         t.set_category(Category::SavedActivations);
         let bytes = t.numel() as u64 * 4;
         self.stats.tensors += 1;
         self.seq += 1;
-        match kind {
+        let form = match kind {
             Kind::Dense if self.policy.is_some() && compressible(t.shape()) => {
                 self.stats.fp32_bytes += bytes;
-                self.pending.push((self.seq, (layer, slot), t.clone()));
+                self.pending.push((self.seq, (layer, slot), name.to_string(), t.clone()));
                 return;
             }
             Kind::Dense => {
                 self.stats.fp32_bytes += bytes;
                 self.stats.stored_bytes += bytes;
+                "fp32"
             }
-            Kind::Packed => self.stats.packed_bytes += bytes,
-        }
+            Kind::Packed => {
+                self.stats.packed_bytes += bytes;
+                "packed"
+            }
+        };
+        self.records.push(TensorRecord {
+            name: name.to_string(),
+            layer,
+            shape: t.shape().to_vec(),
+            fp32_bytes: bytes,
+            stored_bytes: bytes,
+            form: form.to_string(),
+            bits: Vec::new(),
+            classes: [0; 4],
+            band_energy: Vec::new(),
+            reuse_hits: 0,
+            reuse_eligible: 0,
+            budget: None,
+            analysis: None,
+        });
         self.slots.insert((layer, slot), t.clone());
+    }
+
+    /// The policy for the tensor `name`: the store's, with its per-layer budget where set.
+    fn policy_for(&self, name: &str, own_mask: bool) -> Option<Policy> {
+        let mut p = self.policy.clone()?;
+        if let Policy::Fdsr(c) = &mut p {
+            if let BitChoice::Budget(b) = &mut c.bits {
+                *b = self.budgets.get(name).copied().unwrap_or(*b);
+                // An own zero mask costs one bit per value of the tensor's budget.
+                if own_mask {
+                    *b = (*b - 1.0).max(MIN_CODEC_BUDGET);
+                }
+            }
+        }
+        Some(p)
+    }
+
+    /// The zero mask a mask-aware policy keeps for `t`, and whether it is the tensor's own (not
+    /// the ReLU's); `None` where the policy is not mask-aware or the sign of `t` is unknown.
+    async fn mask_for(&self, ctx: &GpuContext, t: &Tensor) -> Result<Option<(BitMask, bool)>> {
+        let aware = matches!(&self.policy, Some(Policy::Fdsr(c)) if c.mask_aware);
+        Ok(match t.sign() {
+            _ if !aware => None,
+            Sign::Any => None,
+            Sign::Masked(words) => Some((BitMask { words: (**words).clone(), len: t.numel() }, false)),
+            Sign::NonNegative => {
+                let mask = record(ctx, "positive mask", |enc| ops::positive_mask(ctx, enc, t)).await?;
+                Some((mask, true))
+            }
+        })
     }
 
     /// Compresses every queued tensor; the work that wrote them must be submitted. Their fp32
     /// buffers are released as soon as each is packed.
     pub async fn flush(&mut self, ctx: &GpuContext) -> Result<()> {
-        let Some(policy) = self.policy.clone() else { return Ok(()) };
-        for (seq, key, t) in std::mem::take(&mut self.pending) {
+        for (seq, key, name, t) in std::mem::take(&mut self.pending) {
+            let mask = self.mask_for(ctx, &t).await?;
+            let own_mask = mask.as_ref().is_some_and(|m| m.1);
+            let Some(policy) = self.policy_for(&name, own_mask) else { break };
             let opts = CodecOptions { seed: self.seed, tensor_id: seq as u32, rounding: Rounding::Stochastic };
-            let c = compress_buffer(ctx, t.buffer(), t.shape(), &policy, &opts).await?;
-            drop(t);
-            self.stats.stored_bytes += c.stored_bytes() as u64;
-            self.compressed.push((seq, key, c));
+            let (c, st) = compress_buffer_with_stats(ctx, t.buffer(), t.shape(), &policy, &opts).await?;
+            let mask_bytes = if own_mask { mask.as_ref().map_or(0, |m| m.0.words.numel() as u64 * 4) } else { 0 };
+            let stored = c.stored_bytes() as u64 + mask_bytes;
+            self.stats.stored_bytes += stored;
+            let reuse = st.reuse.unwrap_or_default();
+            self.stats.reuse_hits += reuse.hits;
+            self.stats.reuse_eligible += reuse.eligible;
+            let bits = match &c.body {
+                Body::Fdsr(f) => f.bits.clone(),
+                _ => Vec::new(),
+            };
+            // The analysis counts references among the full tiles (reuse comes after it).
+            let classes = st
+                .analysis
+                .as_ref()
+                .map_or([0; 4], |a| [a.zero_tiles, a.dc_tiles, a.full_tiles.saturating_sub(reuse.hits), reuse.hits]);
+            let budget = match &policy {
+                Policy::Fdsr(cfg) => match cfg.bits {
+                    BitChoice::Budget(b) => Some(b),
+                    BitChoice::Fixed(_) => None,
+                },
+                _ => None,
+            };
+            self.records.push(TensorRecord {
+                name,
+                layer: key.0,
+                shape: t.shape().to_vec(),
+                fp32_bytes: t.numel() as u64 * 4,
+                stored_bytes: stored,
+                form: policy.to_string(),
+                bits,
+                classes,
+                band_energy: st.analysis.as_ref().map_or_else(Vec::new, |a| a.band_energy.clone()),
+                reuse_hits: reuse.hits,
+                reuse_eligible: reuse.eligible,
+                budget,
+                analysis: st.analysis,
+            });
+            match &mut self.exact {
+                Some(exact) => {
+                    exact.insert(key, t);
+                }
+                None => drop(t),
+            }
+            self.compressed.push(Stored { seq, key, c, mask: mask.map(|m| m.0) });
         }
         Ok(())
     }
@@ -150,12 +341,41 @@ impl SavedActivations {
     /// Decompresses every tensor saved at or after `mark` back onto the device; nothing may be
     /// recorded and unsubmitted (the uploads go ahead of it).
     pub async fn restore_since(&mut self, ctx: &GpuContext, mark: u64) -> Result<()> {
-        while self.compressed.last().is_some_and(|(seq, _, _)| *seq > mark) {
-            let Some((_, key, c)) = self.compressed.pop() else { break };
-            let values = decompress(ctx, &c).await?;
-            self.slots.insert(key, Tensor::from_slice(ctx, &values, &c.shape, Category::Workspace)?);
+        while self.compressed.last().is_some_and(|s| s.seq > mark) {
+            let Some(s) = self.compressed.pop() else { break };
+            let values = decompress(ctx, &s.c).await?;
+            let mut t = Tensor::from_slice(ctx, &values, &s.c.shape, Category::Workspace)?;
+            if let Some(mask) = &s.mask {
+                t = record(ctx, "mask-aware restore", |enc| ops::mask_clamp(ctx, enc, &t, mask)).await?;
+            }
+            self.slots.insert(s.key, t);
         }
         Ok(())
+    }
+
+    /// Like [`Self::restore_since`] with the exact fp32 tensors kept by
+    /// [`Self::begin_step`]`(_, true)`, leaving the compressed ones for a second backward.
+    pub fn restore_exact_since(&mut self, mark: u64) -> Result<()> {
+        let exact = self.exact.as_ref().ok_or_else(|| {
+            FdsrError::InvalidConfig("exact activations were not kept for this step (begin_step(_, true))".into())
+        })?;
+        for s in self.compressed.iter().filter(|s| s.seq > mark) {
+            let t = exact.get(&s.key).ok_or_else(|| {
+                FdsrError::InvalidConfig(format!("no exact copy of layer {} slot {}", s.key.0, s.key.1))
+            })?;
+            self.slots.insert(s.key, t.clone());
+        }
+        Ok(())
+    }
+
+    /// The tensors held on the device now (a probe snapshots them between its two backwards).
+    pub fn snapshot(&self) -> HashMap<(usize, u8), Tensor> {
+        self.slots.clone()
+    }
+
+    /// Puts back a [`Self::snapshot`].
+    pub fn put_back(&mut self, slots: HashMap<(usize, u8), Tensor>) {
+        self.slots = slots;
     }
 
     /// Takes back what `layer` saved in `slot`; its memory is released when the caller drops it.
@@ -184,6 +404,7 @@ impl SavedActivations {
         self.slots.clear();
         self.pending.clear();
         self.compressed.clear();
+        self.exact = None;
         self.seq = 0;
     }
 

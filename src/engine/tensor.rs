@@ -17,6 +17,20 @@ pub const USAGE: wgpu::BufferUsages =
 pub struct Tensor {
     buf: Arc<PooledBuffer>,
     shape: Vec<usize>,
+    sign: Sign,
+}
+
+/// What is known of the sign of a tensor's values, for mask-aware storage of saved activations.
+#[derive(Clone, Debug, Default)]
+pub enum Sign {
+    /// Nothing.
+    #[default]
+    Any,
+    /// Every value is ≥ 0 (a pooled ReLU output).
+    NonNegative,
+    /// Every value is ≥ 0 and the packed mask (bit `i` of word `j` set ⇔ value `32j + i` > 0,
+    /// as ReLU keeps it) is on the device: a ReLU output.
+    Masked(Box<Tensor>),
 }
 
 impl std::fmt::Debug for Tensor {
@@ -36,7 +50,11 @@ impl Tensor {
     #[allow(clippy::arc_with_non_send_sync)]
     pub fn uninit(ctx: &GpuContext, shape: &[usize], category: Category) -> Tensor {
         let bytes = (numel(shape) as u64 * 4).max(4);
-        Tensor { buf: Arc::new(ctx.pool.get(&ctx.device, category, bytes, USAGE)), shape: shape.to_vec() }
+        Tensor {
+            buf: Arc::new(ctx.pool.get(&ctx.device, category, bytes, USAGE)),
+            shape: shape.to_vec(),
+            sign: Sign::Any,
+        }
     }
 
     /// A tensor holding `data`, uploaded before the next submitted work.
@@ -74,6 +92,17 @@ impl Tensor {
         numel(&self.shape)
     }
 
+    /// What is known of the values' sign.
+    pub fn sign(&self) -> &Sign {
+        &self.sign
+    }
+
+    /// The same tensor, known to have `sign`.
+    pub fn with_sign(mut self, sign: Sign) -> Tensor {
+        self.sign = sign;
+        self
+    }
+
     /// The device buffer (it may be larger than the tensor).
     pub fn buffer(&self) -> &wgpu::Buffer {
         &self.buf
@@ -89,7 +118,7 @@ impl Tensor {
         if numel(shape) != self.numel() {
             return Err(FdsrError::InvalidTensor(format!("cannot reshape {:?} to {shape:?}", self.shape)));
         }
-        Ok(Tensor { buf: self.buf.clone(), shape: shape.to_vec() })
+        Ok(Tensor { buf: self.buf.clone(), shape: shape.to_vec(), sign: self.sign.clone() })
     }
 
     /// Reads the values back (submits nothing itself: work recorded in an unsubmitted encoder is not

@@ -114,8 +114,7 @@ impl Trainer {
         let n = labels.len();
         let (x, y) = upload_batch(ctx, images, labels)?;
         self.model.check_input(&x)?;
-        self.saved.clear();
-        self.saved.set_seed((self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9));
+        self.saved.begin_step((self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9), false);
         let layers = self.model.layer_count();
         let mut marks = Vec::with_capacity(layers);
         let mut h = x;

@@ -19,6 +19,11 @@ pub fn relu_backward(dy: &[f32], words: &[u32]) -> Vec<f32> {
     dy.iter().enumerate().map(|(i, &d)| if words[i / 32] >> (i % 32) & 1 == 1 { d } else { 0.0 }).collect()
 }
 
+/// `max(x, 0)` where the mask bit is set, else 0: the mask-aware decode of a ReLU output.
+pub fn mask_clamp(x: &[f32], words: &[u32]) -> Vec<f32> {
+    relu_backward(x, words).into_iter().map(|v| v.max(0.0)).collect()
+}
+
 /// Max-pool 2×2 stride 2 of `x` of shape `[n, c, h, w]` (even h, w): outputs and index words
 /// (output `o` in bits `2(o mod 16)` of word `o / 16`; first maximum in raster order wins).
 pub fn maxpool2_forward(x: &[f32], [n, c, h, w]: [usize; 4]) -> (Vec<f32>, Vec<u32>) {

@@ -1,5 +1,5 @@
-//! Drivers of `shaders/ops_elementwise.wgsl`: ReLU with a 1-bit saved mask, and the residual add
-//! with its gradient accumulation.
+//! Drivers of `shaders/ops_elementwise.wgsl`: ReLU with a 1-bit saved mask, the mask-aware decode
+//! of a ReLU output, and the residual add with its gradient accumulation.
 
 use super::{dummy, expect_shape, groups};
 use crate::engine::tensor::Tensor;
@@ -54,28 +54,49 @@ pub fn relu_forward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Tensor
     Ok((y, BitMask { words, len: x.numel() }))
 }
 
+/// The mask of positive values of `x` alone (for a tensor known to be ≥ 0, its zero mask).
+pub fn positive_mask(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Tensor) -> Result<BitMask> {
+    let (p, _) = params(x.numel(), "positive mask")?;
+    let words = Tensor::uninit(ctx, &[p.words as usize], Category::SavedActivations);
+    let (pb, d) = (uniform(ctx, "positive_mask", &p), dummy(ctx));
+    let g = (p.words as usize).div_ceil(super::WG) as u32;
+    let binds = [&pb, x.buffer(), x.buffer(), d.buffer(), words.buffer()];
+    dispatch(ctx, enc, "ops_elementwise", "positive_mask", &binds, g)?;
+    Ok(BitMask { words, len: x.numel() })
+}
+
 /// `dx = dy` where the mask is set, else 0 (`dy` holds as many values as the mask).
 pub fn relu_backward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, dy: &Tensor, mask: &BitMask) -> Result<Tensor> {
-    if dy.numel() != mask.len || mask.words.numel() != mask.len.div_ceil(32) {
+    masked(ctx, enc, "relu_backward", dy, mask)
+}
+
+/// `max(x, 0)` where the mask is set, else exactly 0: the mask-aware decode of a ReLU output
+/// (its zeros come back exact and no decoded value is negative).
+pub fn mask_clamp(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Tensor, mask: &BitMask) -> Result<Tensor> {
+    masked(ctx, enc, "mask_clamp", x, mask)
+}
+
+/// Runs the elementwise `entry` of `x` under `mask` into a new tensor.
+fn masked(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    entry: &'static str,
+    x: &Tensor,
+    mask: &BitMask,
+) -> Result<Tensor> {
+    if x.numel() != mask.len || mask.words.numel() != mask.len.div_ceil(32) {
         return Err(FdsrError::InvalidTensor(format!(
-            "relu backward of dy {:?} with a mask of {} values in {:?} words",
-            dy.shape(),
+            "{entry} of {:?} with a mask of {} values in {:?} words",
+            x.shape(),
             mask.len,
             mask.words.shape()
         )));
     }
-    let (p, g) = params(dy.numel(), "relu backward")?;
-    let dx = Tensor::uninit(ctx, dy.shape(), Category::Workspace);
-    let (pb, d) = (uniform(ctx, "relu_backward", &p), dummy(ctx));
-    dispatch(
-        ctx,
-        enc,
-        "ops_elementwise",
-        "relu_backward",
-        &[&pb, dy.buffer(), mask.words.buffer(), dx.buffer(), d.buffer()],
-        g,
-    )?;
-    Ok(dx)
+    let (p, g) = params(x.numel(), entry)?;
+    let out = Tensor::uninit(ctx, x.shape(), Category::Workspace);
+    let (pb, d) = (uniform(ctx, entry, &p), dummy(ctx));
+    dispatch(ctx, enc, "ops_elementwise", entry, &[&pb, x.buffer(), mask.words.buffer(), out.buffer(), d.buffer()], g)?;
+    Ok(out)
 }
 
 /// `a + b` (equal shapes), e.g. a residual connection.

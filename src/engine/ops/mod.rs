@@ -13,7 +13,7 @@ pub mod optim;
 pub mod pool;
 
 pub use batchnorm::{batchnorm_backward, batchnorm_eval_forward, batchnorm_train_forward, BnParams, BnSaved};
-pub use elementwise::{add, add_into, relu_backward, relu_forward, BitMask};
+pub use elementwise::{add, add_into, mask_clamp, positive_mask, relu_backward, relu_forward, BitMask};
 pub use loss::{accumulate_metrics, cross_entropy_backward, cross_entropy_forward, upload_labels, Labels, LossOut};
 pub use optim::{adamw_step, sgd_step, AdamParams, SgdParams};
 pub use pool::{avgpool_backward, avgpool_forward, maxpool2_backward, maxpool2_forward, PoolIndex};
