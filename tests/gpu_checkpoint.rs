@@ -4,6 +4,7 @@
 mod common;
 
 use fdsr::data::synthetic;
+use fdsr::engine::controller::ControllerConfig;
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
 use fdsr::engine::{checkpoint, ModelName, Session, TrainConfig, Trainer};
 use fdsr::io::safetensors::SafeTensors;
@@ -42,23 +43,35 @@ fn run_to_end(ctx: &GpuContext, s: &mut Session) {
 #[test]
 fn resumed_run_matches_uninterrupted_run() {
     let Some(ctx) = common::gpu() else { return };
-    for opt in [OptKind::Sgd, OptKind::AdamW] {
-        let mut full = session(&ctx, config(opt));
+    let mut probed = config(OptKind::Sgd);
+    probed.policy = Some("fdsr:budget=2,mask".parse().unwrap());
+    // The third run compresses under a budget controller probing every other step (a probe
+    // before the checkpoint and one after it): its state travels in the checkpoint.
+    for cfg in [config(OptKind::Sgd), config(OptKind::AdamW), probed] {
+        let start = || {
+            let mut s = session(&ctx, cfg.clone());
+            if s.trainer.controller.is_some() {
+                s.trainer.set_controller(Some(ControllerConfig { every: 2, ..ControllerConfig::default() })).unwrap();
+            }
+            s
+        };
+        let mut full = start();
         assert_eq!(full.steps_per_epoch(), 2);
         run_to_end(&ctx, &mut full);
 
-        let mut first = session(&ctx, config(opt));
+        let mut first = start();
         for _ in 0..3 {
             pollster::block_on(first.step(&ctx)).unwrap();
         }
         let bytes = pollster::block_on(checkpoint::save(&ctx, &first.trainer, &[])).unwrap().to_bytes().unwrap();
         drop(first); // the "killed" run
 
-        let mut resumed = session(&ctx, config(opt));
+        let mut resumed = start();
         checkpoint::restore(&ctx, &mut resumed.trainer, &SafeTensors::from_bytes(&bytes).unwrap()).unwrap();
         assert_eq!(resumed.trainer.step, 3);
         run_to_end(&ctx, &mut resumed);
-        assert_eq!(weights(&ctx, &resumed), weights(&ctx, &full), "{opt}: resumed weights differ");
+        let what = format!("{} {:?}", cfg.opt.kind, cfg.policy);
+        assert_eq!(weights(&ctx, &resumed), weights(&ctx, &full), "{what}: resumed weights differ");
     }
 }
 

@@ -4,6 +4,7 @@ mod common;
 
 use fdsr::data::synthetic;
 use fdsr::engine::batch::{epoch_order, make_batch, Normalization};
+use fdsr::engine::controller::ControllerConfig;
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
 use fdsr::engine::{ModelName, TrainConfig, Trainer};
 use fdsr::GpuContext;
@@ -108,4 +109,55 @@ fn compressed_storage_trains_and_saves_memory() {
         assert!(st.ratio() > 3.0, "{policy}: ratio {}", st.ratio());
         assert!(s.trainer.saved.is_empty());
     }
+}
+
+/// Takes `steps` steps of a `tiny` session with `policy` and a probe every `every` steps.
+fn probed(ctx: &GpuContext, policy: &str, every: u64, steps: usize) -> Trainer {
+    let mut cfg = config(ModelName::Tiny, OptKind::Sgd);
+    cfg.policy = Some(policy.parse().unwrap());
+    cfg.epochs = steps;
+    let data = synthetic::images(cfg.batch, 28, 28, 10, 11);
+    let mut s = fdsr::engine::Session::new(Trainer::new(ctx, cfg).unwrap(), data).unwrap();
+    s.trainer.set_controller(Some(ControllerConfig { every, ..ControllerConfig::default() })).unwrap();
+    for _ in 0..steps {
+        pollster::block_on(s.step(ctx)).unwrap();
+    }
+    s.trainer
+}
+
+#[test]
+fn mask_aware_storage_keeps_zero_masks_of_pooled_relu_outputs() {
+    let Some(ctx) = common::gpu() else { return };
+    let t = probed(&ctx, "fdsr:bits=8,4,2,0,mask", 2, 1);
+    assert!(!t.controller.as_ref().unwrap().adaptive(), "fixed bits: probed, not adapted");
+    let rec = |name: &str| t.saved.records().iter().find(|r| r.name == name).unwrap_or_else(|| panic!("{name}"));
+    // The image and batch-norm inputs have negative values; the pooled ReLU output keeps its mask.
+    assert!(!rec("layer1.conv.input").own_mask && !rec("layer1.bn.input").own_mask);
+    let pooled = rec("layer2.conv.input");
+    assert!(pooled.own_mask, "{pooled:?}");
+    assert_eq!(pooled.bits, [8, 4, 2, 0]);
+    assert!(pooled.stored_bytes >= pooled.fp32_bytes / 32, "its own mask is counted: {pooled:?}");
+    assert_eq!(rec("fc.input").form, "fp32");
+    assert_eq!(rec(&t.saved.records()[2].name).form, "packed");
+}
+
+#[test]
+fn the_controller_probes_and_allocates_per_tensor_budgets() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut low = probed(&ctx, "fdsr:budget=1,mask", 2, 4);
+    let mut high = probed(&ctx, "fdsr:budget=8,mask", 2, 4);
+    let (dl, dh) =
+        (low.controller.as_mut().unwrap().take_decisions(), high.controller.as_mut().unwrap().take_decisions());
+    assert_eq!(dl.iter().map(|d| d.step).collect::<Vec<_>>(), [1, 3]);
+    for (a, b) in dl.iter().zip(&dh) {
+        assert!(a.grad_error.is_finite() && a.grad_error > 0.0, "{a:?}");
+        // More bits, smaller gradient error (the probe measures the codec, not noise).
+        assert!(b.grad_error < a.grad_error, "8 bits {} vs 1 bit {}", b.grad_error, a.grad_error);
+    }
+    let budgets = &dl[1].budgets;
+    let names: Vec<&str> = budgets.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["layer1.bn.input", "layer1.conv.input", "layer2.bn.input", "layer2.conv.input"]);
+    // The allocation is applied: the records of the last step carry it (less an own mask's bit).
+    let r = low.saved.records().iter().find(|r| r.name == "layer1.bn.input").unwrap();
+    assert_eq!(r.budget, Some(budgets[0].1));
 }

@@ -46,7 +46,15 @@ pub struct FdsrStats {
     pub dc_sum_n_max2: f64,
     /// Largest |coefficient| (all 64) over non-zero tiles: `e0 = e0_for(gmax)`.
     pub gmax: f32,
+    /// Weight of a dropped AC band's energy in the error estimate: 1 for reconstruction error;
+    /// [`GRAD_DROP_WEIGHT`] for gradient-aware allocation (`fdsr:…,grad`).
+    pub drop_weight: f64,
 }
+
+/// Drop weight of gradient-aware allocation. A weight gradient sums products over many values:
+/// unbiased rounding noise averages out in that sum, the bias of a dropped band adds up
+/// coherently, at least over the 64 values of a tile.
+pub const GRAD_DROP_WEIGHT: f64 = 64.0;
 
 impl FdsrStats {
     /// Empty statistics for `band_edges`.
@@ -64,6 +72,7 @@ impl FdsrStats {
             band_energy: vec![0.0; n],
             dc_sum_n_max2: 0.0,
             gmax: 0.0,
+            drop_weight: 1.0,
         }
     }
 
@@ -98,7 +107,8 @@ pub fn class_bits(edges: &[u8], bits: &[u8]) -> [u32; 4] {
     [0, dc, dc + ac, 0]
 }
 
-/// Estimated squared error of band `j` at `b` bits: the band's energy when dropped; for f16 the
+/// Estimated squared error of band `j` at `b` bits: the band's energy (times `drop_weight`) when
+/// dropped; for f16 the
 /// half-ulp bound `Σ n·maxabs²·2^-22`; else the stochastic-rounding variance bound
 /// `Σ n·maxabs² / (2^b − 1)²` (step `2·maxabs/(2^b − 1)`, variance at most step²/4).
 /// For DC (`j = 0`) the term is `dc_sum_n_max2`, which also bounds the DC energy for `b = 0`.
@@ -106,7 +116,7 @@ pub fn band_error(stats: &FdsrStats, j: usize, b: u8) -> f64 {
     let sum_n_max2 = if j == 0 { stats.dc_sum_n_max2 } else { stats.band_sum_n_max2[j] };
     match b {
         0 if j == 0 => sum_n_max2,
-        0 => stats.band_energy[j],
+        0 => stats.band_energy[j] * stats.drop_weight,
         16 => sum_n_max2 / (1u64 << 22) as f64,
         b => {
             let l = ((1u32 << b) - 1) as f64;

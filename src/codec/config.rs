@@ -45,6 +45,10 @@ pub struct FdsrConfig {
     /// is the same tensor) and re-applied after decoding, with a clamp at 0. Used by the
     /// training engine's saved-activation store; the codec alone ignores it.
     pub mask_aware: bool,
+    /// Gradient-aware allocation under a budget (`,grad`): a dropped band weighs
+    /// [`super::alloc::GRAD_DROP_WEIGHT`] times its energy, since its bias adds up in weight
+    /// gradients where rounding noise averages out.
+    pub grad_aware: bool,
 }
 
 /// Default number of leading zig-zag coefficients a signature projects.
@@ -107,6 +111,7 @@ impl Default for FdsrConfig {
             dc_threshold: DEFAULT_DC_THRESHOLD,
             reuse: None,
             mask_aware: false,
+            grad_aware: false,
         }
     }
 }
@@ -181,13 +186,13 @@ impl Policy {
 impl FromStr for Policy {
     type Err = FdsrError;
     /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B` or `fdsr:bits=8,4,3,2`;
-    /// the `fdsr` forms take trailing flags `,mask` (mask-aware) and `,reuse` or `,reuse=K/B[/R]`
-    /// (alone: `fdsr:mask`, `fdsr:reuse`).
+    /// the `fdsr` forms take trailing flags `,mask` (mask-aware), `,grad` (gradient-aware
+    /// allocation) and `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:mask`, `fdsr:reuse`, …).
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
         let bad = || {
             FdsrError::InvalidConfig(format!(
-                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H][,mask][,reuse[=K/B/R]])"
+                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H][,mask][,grad][,reuse[=K/B/R]])"
             ))
         };
         let p = match (name, arg) {
@@ -201,12 +206,13 @@ impl FromStr for Policy {
                 for flag in flags {
                     match flag.split_once('=').map_or((flag, None), |(k, v)| (k, Some(v))) {
                         ("mask", None) => c.mask_aware = true,
+                        ("grad", None) => c.grad_aware = true,
                         ("reuse", v) => c.reuse = Some(v.map_or(Ok(ReuseConfig::default()), ReuseConfig::parse)?),
                         _ => return Err(bad()),
                     }
                 }
-                if a.is_empty() && (c.reuse.is_some() || c.mask_aware) {
-                    // `fdsr:reuse`, `fdsr:mask`: default bits.
+                if a.is_empty() && (c.reuse.is_some() || c.mask_aware || c.grad_aware) {
+                    // `fdsr:reuse`, `fdsr:mask`, `fdsr:grad`: default bits.
                 } else if let Some(b) = a.strip_prefix("budget=") {
                     c.bits = BitChoice::Budget(b.parse().map_err(|_| bad())?);
                 } else if let Some(b) = a.strip_prefix("bits=") {
@@ -244,7 +250,7 @@ fn split_flags(a: &str) -> (&str, Vec<&str>) {
 
 /// Whether a comma-separated piece of an `fdsr` policy is one of its flags.
 fn is_flag(piece: &str) -> bool {
-    piece == "mask" || piece == "reuse" || piece.starts_with("reuse=")
+    piece == "mask" || piece == "grad" || piece == "reuse" || piece.starts_with("reuse=")
 }
 
 /// Splits a comma-separated list of policies, keeping the commas that belong to one policy
@@ -292,6 +298,9 @@ impl fmt::Display for Policy {
                 }
                 if c.mask_aware {
                     write!(f, ",mask")?;
+                }
+                if c.grad_aware {
+                    write!(f, ",grad")?;
                 }
                 match c.reuse {
                     None => Ok(()),
@@ -344,6 +353,7 @@ mod tests {
             "fdsr:budget=1.5,reuse=8/12/2",
             "fdsr:bits=8,4,2,0,mask",
             "fdsr:budget=2,mask,reuse",
+            "fdsr:budget=2,mask,grad",
         ] {
             let p: Policy = s.parse().unwrap();
             assert_eq!(p.to_string(), s);

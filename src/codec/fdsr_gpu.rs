@@ -187,7 +187,10 @@ async fn analyze(
         chunk_counts: vec![],
         plane_dcmax: vec![],
         plane_nonzero: vec![],
-        stats: FdsrStats::new(&cfg.band_edges),
+        stats: FdsrStats {
+            drop_weight: if cfg.grad_aware { alloc::GRAD_DROP_WEIGHT } else { 1.0 },
+            ..FdsrStats::new(&cfg.band_edges)
+        },
     };
     for (first, count) in g.chunks() {
         let mut params = g.params(first, count, &cfg.band_edges, &[]);

@@ -52,6 +52,9 @@ pub async fn save(ctx: &GpuContext, t: &Trainer, extra: &[(&str, String)]) -> Re
         ("step".to_string(), t.step.to_string()),
         ("optimizer_steps".to_string(), t.opt.steps.to_string()),
     ];
+    if let Some(c) = &t.controller {
+        metadata.push(("controller".to_string(), c.state()));
+    }
     metadata.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
     Ok(SafeTensors { tensors, metadata })
 }
@@ -102,10 +105,29 @@ pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()
     if let Some(m) = missing {
         return Err(FdsrError::Corrupt(format!("checkpoint: {m}")));
     }
+    let controller = match (&t.controller, st.meta("controller")) {
+        (Some(c), Some(state)) => {
+            let mut c = c.clone();
+            c.restore(state)?;
+            Some(c)
+        }
+        (None, None) => None,
+        (mine, _) => {
+            return Err(FdsrError::InvalidConfig(format!(
+                "the checkpoint {} a budget controller and this run {}",
+                if mine.is_some() { "has no" } else { "has" },
+                if mine.is_some() { "has one" } else { "has none" }
+            )))
+        }
+    };
     for (target, v) in writes {
         target.write(ctx, &v)?;
     }
     t.step = step;
     t.opt.steps = opt_steps;
+    if let Some(c) = controller {
+        t.saved.set_budgets(c.budgets().clone());
+        t.controller = Some(c);
+    }
     Ok(())
 }

@@ -212,7 +212,8 @@ impl Layer for BatchNorm2d {
         Ok(y)
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
-        let stats = self.stats.take().ok_or_else(|| no_forward(&self.gamma.name))?;
+        // Kept (not taken): the probe runs a second backward of the same forward.
+        let stats = self.stats.clone().ok_or_else(|| no_forward(&self.gamma.name))?;
         let x = p.saved.load(self.id, 0)?;
         let (dg, db) = (self.gamma.grad()?, self.beta.grad()?);
         Ok(Some(ops::batchnorm_backward(p.ctx, p.enc, &dy, &x, &stats, &self.gamma.value, dg, db)?))

@@ -4,6 +4,7 @@
 pub mod batch;
 pub mod blocks;
 pub mod checkpoint;
+pub mod controller;
 pub mod gemm;
 pub mod layers;
 pub mod model;

@@ -131,6 +131,8 @@ pub struct TensorRecord {
     pub reuse_eligible: u64,
     /// The budget asked of the codec (bits per value), where the policy has one.
     pub budget: Option<f64>,
+    /// Whether a zero mask of its own is stored with it (1 bit per value, in `stored_bytes`).
+    pub own_mask: bool,
     /// The analysis pass's statistics (`fdsr` on 4-D tensors): what the controller allocates from.
     pub analysis: Option<FdsrStats>,
 }
@@ -246,6 +248,7 @@ impl SavedActivations {
             reuse_hits: 0,
             reuse_eligible: 0,
             budget: None,
+            own_mask: false,
             analysis: None,
         });
         self.slots.insert((layer, slot), t.clone());
@@ -325,6 +328,7 @@ impl SavedActivations {
                 reuse_hits: reuse.hits,
                 reuse_eligible: reuse.eligible,
                 budget,
+                own_mask,
                 analysis: st.analysis,
             });
             match &mut self.exact {
@@ -353,18 +357,13 @@ impl SavedActivations {
         Ok(())
     }
 
-    /// Like [`Self::restore_since`] with the exact fp32 tensors kept by
+    /// Puts the exact fp32 form of every compressed tensor in place, as kept by
     /// [`Self::begin_step`]`(_, true)`, leaving the compressed ones for a second backward.
-    pub fn restore_exact_since(&mut self, mark: u64) -> Result<()> {
+    pub fn restore_exact(&mut self) -> Result<()> {
         let exact = self.exact.as_ref().ok_or_else(|| {
             FdsrError::InvalidConfig("exact activations were not kept for this step (begin_step(_, true))".into())
         })?;
-        for s in self.compressed.iter().filter(|s| s.seq > mark) {
-            let t = exact.get(&s.key).ok_or_else(|| {
-                FdsrError::InvalidConfig(format!("no exact copy of layer {} slot {}", s.key.0, s.key.1))
-            })?;
-            self.slots.insert(s.key, t.clone());
-        }
+        self.slots.extend(exact.iter().map(|(k, t)| (*k, t.clone())));
         Ok(())
     }
 

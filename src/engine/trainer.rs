@@ -2,6 +2,7 @@
 //! time, loss and accuracy summed on the device and read back only when asked, evaluation.
 
 use super::batch::{make_batch, Normalization};
+use super::controller::{Controller, ControllerConfig, GradPair};
 use super::layers::Pass;
 use super::model::{Model, ModelName};
 use super::ops;
@@ -55,6 +56,21 @@ fn upload_batch(ctx: &GpuContext, images: &[f32], labels: &[u8]) -> Result<(Tens
     Ok((x, ops::upload_labels(ctx, labels)))
 }
 
+/// Reads back the gradient of every weight (`*.weight` parameters), in visiting order.
+async fn read_gradients(ctx: &GpuContext, model: &Model) -> Result<Vec<(String, Vec<f32>)>> {
+    let mut grads = Vec::new();
+    model.visit(&mut |p| {
+        if let (true, Some(g)) = (p.name.ends_with(".weight"), &p.grad) {
+            grads.push((p.name.clone(), g.clone()));
+        }
+    });
+    let mut out = Vec::with_capacity(grads.len());
+    for (name, g) in grads {
+        out.push((name, g.to_vec(ctx).await?));
+    }
+    Ok(out)
+}
+
 /// Mean loss and accuracy over the steps since the last read.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Metrics {
@@ -76,6 +92,8 @@ pub struct Trainer {
     pub opt: Optimizer,
     /// Saved activations between forward and backward.
     pub saved: SavedActivations,
+    /// The budget controller (`fdsr` under a budget), probing every few steps.
+    pub controller: Option<Controller>,
     /// Training steps taken (global, across epochs).
     pub step: u64,
     sums: Tensor,
@@ -96,7 +114,19 @@ impl Trainer {
         let opt = Optimizer::new(ctx, &model, config.opt)?;
         let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
         let saved = SavedActivations::with_policy(config.policy.clone())?;
-        Ok(Trainer { config, model, opt, saved, step: 0, sums, summed_images: 0, summed_steps: 0 })
+        let controller = Controller::for_policy(config.policy.as_ref(), ControllerConfig::default())?;
+        Ok(Trainer { config, model, opt, saved, controller, step: 0, sums, summed_images: 0, summed_steps: 0 })
+    }
+
+    /// Replaces the budget controller's configuration (`None` turns it off); only an `fdsr`
+    /// policy under a budget has one.
+    pub fn set_controller(&mut self, config: Option<ControllerConfig>) -> Result<()> {
+        self.controller = match config {
+            Some(c) => Controller::for_policy(self.config.policy.as_ref(), c)?,
+            None => None,
+        };
+        self.saved.set_budgets(Default::default());
+        Ok(())
     }
 
     /// Learning rate of the next step, given `steps_per_epoch`.
@@ -109,12 +139,15 @@ impl Trainer {
     /// Runs one training step on `images` (`[n, 1, 32, 32]` values) and `labels`: uploads, then
     /// per top-level layer records and submits its forward and lets the store compress what it
     /// saved; loss; per layer in reverse, restores what it saved and records its backward; the
-    /// update. Reads nothing back but what the codec needs.
+    /// update. Reads nothing back but what the codec needs, except on the controller's probe
+    /// steps: there the backward runs first from the exact activations, then (as always) from the
+    /// compressed ones, and the two sets of weight gradients go to the controller.
     pub async fn step(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8], lr: f32) -> Result<()> {
         let n = labels.len();
         let (x, y) = upload_batch(ctx, images, labels)?;
         self.model.check_input(&x)?;
-        self.saved.begin_step((self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9), false);
+        let probe = self.controller.as_ref().is_some_and(|c| c.due(self.step));
+        self.saved.begin_step((self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9), probe);
         let layers = self.model.layer_count();
         let mut marks = Vec::with_capacity(layers);
         let mut h = x;
@@ -132,6 +165,7 @@ impl Trainer {
             ops::cross_entropy_backward(ctx, enc, &out.probs, &y)
         })
         .await?;
+        let exact = if probe { Some(self.exact_gradients(ctx, d.clone()).await?) } else { None };
         for i in (0..layers).rev() {
             self.saved.restore_since(ctx, marks[i]).await?;
             let (model, saved) = (&mut self.model, &mut self.saved);
@@ -142,6 +176,15 @@ impl Trainer {
                 None => break,
             }
         }
+        if let Some(exact) = exact {
+            let compressed = read_gradients(ctx, &self.model).await?;
+            let pairs: Vec<GradPair> =
+                exact.iter().zip(&compressed).map(|((name, e), (_, c))| GradPair::new(name, e, c)).collect();
+            if let Some(c) = self.controller.as_mut() {
+                c.update(self.step, &pairs, self.saved.records());
+                self.saved.set_budgets(c.budgets().clone());
+            }
+        }
         let (model, opt) = (&mut self.model, &mut self.opt);
         record(ctx, "update", |enc| opt.step(ctx, enc, model, lr)).await?;
         self.saved.clear();
@@ -149,6 +192,27 @@ impl Trainer {
         self.summed_images += n as u64;
         self.summed_steps += 1;
         Ok(())
+    }
+
+    /// The probe's first backward: from the exact activations the store kept, with what is held
+    /// put back afterwards for the real backward. Returns every weight's gradient.
+    async fn exact_gradients(&mut self, ctx: &GpuContext, d: Tensor) -> Result<Vec<(String, Vec<f32>)>> {
+        let held = self.saved.snapshot();
+        self.saved.restore_exact()?;
+        let mut d = d;
+        for i in (0..self.model.layer_count()).rev() {
+            let (model, saved) = (&mut self.model, &mut self.saved);
+            match record(ctx, "probe backward", |enc| {
+                model.backward_layer(i, &mut Pass { ctx, enc, saved, train: true }, d)
+            })
+            .await?
+            {
+                Some(g) => d = g,
+                None => break,
+            }
+        }
+        self.saved.put_back(held);
+        read_gradients(ctx, &self.model).await
     }
 
     /// Reads the summed loss and accuracy since the last read (waiting for the GPU), and resets

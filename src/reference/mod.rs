@@ -105,6 +105,9 @@ pub fn compress_with_stats(
         Policy::Division => Body::Division(division::encode(x, shape, opts)?),
         Policy::Fdsr(cfg) if shape.len() == 4 => {
             let mut a = fdsr::analyze(x, shape, &cfg.band_edges, cfg.dc_threshold)?;
+            if cfg.grad_aware {
+                a.stats.drop_weight = alloc::GRAD_DROP_WEIGHT;
+            }
             let bits = match &cfg.bits {
                 BitChoice::Fixed(b) => b.clone(),
                 BitChoice::Budget(budget) => alloc::choose_bits(&a.stats, *budget)?,

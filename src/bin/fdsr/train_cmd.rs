@@ -7,8 +7,9 @@ use std::time::Instant;
 
 use clap::Args;
 use fdsr::data::{ensure, Dataset, DatasetName, Split};
+use fdsr::engine::controller::{ControllerConfig, Decision};
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
-use fdsr::engine::saved::SavedStats;
+use fdsr::engine::saved::{SavedStats, TensorRecord};
 use fdsr::engine::{checkpoint, session, Session, TrainConfig, Trainer};
 use fdsr::gpu::CATEGORIES;
 use fdsr::io::safetensors::{read_safetensors, write_safetensors};
@@ -70,6 +71,14 @@ pub struct TrainArgs {
     /// Steps between metric readbacks (each waits for the GPU).
     #[arg(long, default_value_t = 20)]
     log_every: u64,
+    /// Steps between gradient-error probes of a lossy policy (exact against compressed weight
+    /// gradients of one batch); under an fdsr budget they drive the budget controller. 0: none.
+    #[arg(long, default_value_t = 50)]
+    probe_every: u64,
+    /// Steps between per-tensor records in the metrics file (bits per band, tile classes, band
+    /// energy, reuse, bytes of each saved tensor of that step; 0: none).
+    #[arg(long, default_value_t = 20)]
+    layers_every: u64,
     /// Write checkpoints into this directory (at each epoch end and every --checkpoint-every steps).
     #[arg(long)]
     checkpoint: Option<PathBuf>,
@@ -140,6 +149,9 @@ impl MetricsFile {
             .map_err(|source| FdsrError::Io { path: path.display().to_string(), source })?;
         Ok(MetricsFile(Some(file)))
     }
+    fn is_open(&self) -> bool {
+        self.0.is_some()
+    }
     fn write(&mut self, v: &Value) -> Result<()> {
         if let Some(f) = &mut self.0 {
             writeln!(f, "{v}").map_err(|source| FdsrError::Io { path: "metrics file".into(), source })?;
@@ -159,7 +171,26 @@ fn memory(ctx: &GpuContext) -> Value {
 
 fn saved_json(s: &SavedStats) -> Value {
     json!({ "tensors": s.tensors, "fp32_bytes": s.fp32_bytes, "stored_bytes": s.stored_bytes,
-        "packed_bytes": s.packed_bytes, "activation_ratio": s.ratio() })
+        "packed_bytes": s.packed_bytes, "activation_ratio": s.ratio(), "reuse_hits": s.reuse_hits,
+        "reuse_eligible": s.reuse_eligible, "reuse_hit_rate": s.reuse_hit_rate() })
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn record_json(r: &TensorRecord) -> Value {
+    json!({ "name": r.name, "layer": r.layer, "shape": r.shape, "fp32_bytes": r.fp32_bytes,
+        "stored_bytes": r.stored_bytes, "form": r.form, "bits": r.bits, "budget": r.budget, "own_mask": r.own_mask,
+        "classes": { "zero": r.classes[0], "dc_only": r.classes[1], "full": r.classes[2], "reference": r.classes[3] },
+        "band_energy": r.band_energy, "reuse_hits": r.reuse_hits, "reuse_eligible": r.reuse_eligible })
+}
+
+fn decision_json(d: &Decision) -> Value {
+    let budgets: serde_json::Map<String, Value> = d.budgets.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    let errors: serde_json::Map<String, Value> = d.per_weight.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    json!({ "kind": "controller", "step": d.step, "grad_error": d.grad_error, "budget_before": d.budget_before,
+        "budget": d.budget, "budgets": budgets, "weight_errors": errors })
 }
 
 fn save_checkpoint(ctx: &GpuContext, s: &Session, dir: &Path) -> Result<()> {
@@ -176,6 +207,8 @@ fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -
     let (dataset, train, test) = data;
     let policy = cfg.policy.as_ref().map_or("none".to_string(), |p| p.to_string());
     let mut s = Session::new(Trainer::new(ctx, cfg)?, train.clone())?;
+    let probe = (a.probe_every > 0).then(|| ControllerConfig { every: a.probe_every, ..ControllerConfig::default() });
+    s.trainer.set_controller(probe)?;
     if let Some(dir) = &a.resume {
         let st = read_safetensors(dir.join(CHECKPOINT_FILE))?;
         checkpoint::restore(ctx, &mut s.trainer, &st)?;
@@ -193,6 +226,7 @@ fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -
     let (start, mut window, mut window_steps) = (Instant::now(), Instant::now(), 0u64);
     let (mut last, mut test_m, mut train_secs, mut steps_run) = (json!(null), None, 0f64, 0u64);
     let mut run_saved = SavedStats::default();
+    let mut run_probe = Vec::new();
     while !s.done() {
         let lr = pollster::block_on(s.step(ctx))?;
         window_steps += 1;
@@ -200,6 +234,21 @@ fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -
         bar.inc(1);
         let step = s.trainer.step;
         let epoch_end = step % spe == 0;
+        for d in s.trainer.controller.as_mut().map(|c| c.take_decisions()).unwrap_or_default() {
+            if let (Some(before), Some(after)) = (d.budget_before, d.budget) {
+                let e = d.grad_error;
+                bar.println(format!(
+                    "step {}: gradient error {e:.3}, budget {before:.2} → {after:.2} bits/value",
+                    d.step + 1
+                ));
+            }
+            run_probe.push(d.grad_error);
+            metrics.write(&decision_json(&d))?;
+        }
+        if a.layers_every > 0 && step % a.layers_every == 0 && metrics.is_open() {
+            let layers: Vec<Value> = s.trainer.saved.records().iter().map(record_json).collect();
+            metrics.write(&json!({ "kind": "layers", "step": step, "tensors": layers }))?;
+        }
         if step % a.log_every.max(1) == 0 || epoch_end || s.done() {
             let m = pollster::block_on(s.trainer.read_metrics(ctx))?;
             let secs = window.elapsed().as_secs_f64();
@@ -237,7 +286,8 @@ fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -
         "test_accuracy": test_m.map(|t| t.accuracy), "test_loss": test_m.map(|t| t.loss), "last": last,
         "seconds": secs, "step_ms": 1e3 * train_secs / steps_run.max(1) as f64,
         "images_per_s": (steps_run * a.batch as u64) as f64 / train_secs.max(1e-9), "adapter": ctx.adapter_description(),
-        "parameters": s.trainer.model.parameter_count(), "memory": memory(ctx), "saved": saved_json(&run_saved) });
+        "parameters": s.trainer.model.parameter_count(), "memory": memory(ctx), "saved": saved_json(&run_saved),
+        "probe_grad_error": mean(&run_probe), "final_budget": s.trainer.controller.as_ref().and_then(|c| c.budget) });
     metrics.write(&summary)?;
     Ok(summary)
 }
@@ -294,14 +344,16 @@ pub fn compare(c: &CompareArgs) -> Result<()> {
 fn compare_table(rows: &[Value]) -> String {
     let base = rows.iter().find(|r| r["policy"] == "none").or(rows.first());
     let f = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
-    let mut t = String::from("| policy | test accuracy | Δ vs base | activation ratio | peak step MiB | step ms | step time ratio |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    let mut t = String::from("| policy | test accuracy | Δ vs base | activation ratio | peak step MiB | step ms | step time ratio | reuse hit rate | gradient error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let (acc, ms) = (f(r, "test_accuracy"), f(r, "step_ms"));
         let (bacc, bms) = base.map_or((f64::NAN, f64::NAN), |b| (f(b, "test_accuracy"), f(b, "step_ms")));
         let peak = r["memory"]["peak_total"].as_f64().unwrap_or(f64::NAN) / (1 << 20) as f64;
         let ratio = r["saved"]["activation_ratio"].as_f64().unwrap_or(f64::NAN);
+        let hits = 100.0 * r["saved"]["reuse_hit_rate"].as_f64().unwrap_or(f64::NAN);
+        let probe = r["probe_grad_error"].as_f64().map_or("–".to_string(), |e| format!("{e:.3}"));
         t += &format!(
-            "| {} | {:.4} | {:+.2} pt | {ratio:.2}x | {peak:.1} | {ms:.0} | {:.2} |\n",
+            "| {} | {:.4} | {:+.2} pt | {ratio:.2}x | {peak:.1} | {ms:.0} | {:.2} | {hits:.1}% | {probe} |\n",
             r["policy"].as_str().unwrap_or("?"),
             acc,
             100.0 * (acc - bacc),

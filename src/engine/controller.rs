@@ -1,0 +1,436 @@
+//! The accuracy-aware budget controller of `fdsr` (DESIGN.md §2.6). Every `every` steps a probe
+//! computes one batch's weight gradients twice, from exact and from compressed activations (for
+//! any lossy policy: the measurement alone is logged for the others). The average budget follows their relative error (above `high`: ×`raise`; below `low`: ÷`lower`),
+//! and the budget is shared out per saved tensor to minimize `Σ_l κ_l·E_l(b_l)` under
+//! `Σ_l n_l·b_l ≤ budget·Σ_l n_l`, where `E_l(b)` is the codec's estimated error of tensor `l` at
+//! `b` bits per value (bits per band chosen by [`choose_bits`] from its last analysis) and the
+//! sensitivity `κ_l = r_l² / E_l(b_used)` is calibrated by the probe (`r_l` the relative error
+//! of the gradient of the layer's weight). Every decision is kept for the metrics log.
+
+use std::collections::HashMap;
+
+use super::saved::{TensorRecord, MIN_CODEC_BUDGET};
+use crate::codec::alloc::{choose_bits, total_error};
+use crate::codec::config::{BitChoice, FdsrConfig, Policy};
+use crate::error::{FdsrError, Result};
+
+/// Step between budget levels the allocation considers (bits per value).
+pub const LEVEL_STEP: f64 = 0.25;
+/// A tensor's budget stays within this factor of the average, and so do sensitivities of the
+/// median one.
+pub const MAX_SPREAD: f64 = 2.0;
+
+/// When and how the controller moves the budget.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ControllerConfig {
+    /// Steps between probes (the first probe is at step `every − 1`).
+    pub every: u64,
+    /// Relative gradient error under which the budget is lowered.
+    pub low: f64,
+    /// Relative gradient error above which the budget is raised.
+    pub high: f64,
+    /// Factor of a raise.
+    pub raise: f64,
+    /// Divisor of a lowering.
+    pub lower: f64,
+    /// Least average budget (bits per value).
+    pub min_budget: f64,
+    /// Largest average budget.
+    pub max_budget: f64,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        Self { every: 50, low: 0.1, high: 0.3, raise: 1.25, lower: 1.1, min_budget: 1.0, max_budget: 8.0 }
+    }
+}
+
+impl ControllerConfig {
+    /// Checks the ranges.
+    pub fn validate(&self) -> Result<()> {
+        let ok = self.every > 0
+            && self.low.is_finite()
+            && self.high.is_finite()
+            && 0.0 <= self.low
+            && self.low < self.high
+            && self.raise > 1.0
+            && self.lower > 1.0
+            && MIN_CODEC_BUDGET <= self.min_budget
+            && self.min_budget <= self.max_budget
+            && self.max_budget <= 32.0;
+        if ok {
+            Ok(())
+        } else {
+            Err(FdsrError::InvalidConfig(format!(
+                "controller {self:?}: needs every > 0, 0 ≤ low < high, raise and lower > 1, \
+                 {MIN_CODEC_BUDGET} ≤ min budget ≤ max budget ≤ 32"
+            )))
+        }
+    }
+}
+
+/// One parameter's gradient from exact and from compressed activations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradPair {
+    /// Parameter name (`conv2.weight`).
+    pub name: String,
+    /// `‖g_compressed − g_exact‖²`.
+    pub diff2: f64,
+    /// `‖g_exact‖²`.
+    pub norm2: f64,
+}
+
+impl GradPair {
+    /// From the two gradients.
+    pub fn new(name: &str, exact: &[f32], compressed: &[f32]) -> GradPair {
+        let (mut diff2, mut norm2) = (0.0, 0.0);
+        for (e, c) in exact.iter().zip(compressed) {
+            diff2 += f64::from(c - e).powi(2);
+            norm2 += f64::from(*e).powi(2);
+        }
+        GradPair { name: name.to_string(), diff2, norm2 }
+    }
+
+    /// `‖g_c − g_e‖ / ‖g_e‖` (0 for a zero gradient).
+    pub fn relative(&self) -> f64 {
+        if self.norm2 > 0.0 {
+            (self.diff2 / self.norm2).sqrt()
+        } else {
+            0.0
+        }
+    }
+}
+
+/// What one probe decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// Training step of the probe.
+    pub step: u64,
+    /// Root mean square of the relative errors of the weights whose layer input is compressed.
+    pub grad_error: f64,
+    /// Relative error per weight.
+    pub per_weight: Vec<(String, f64)>,
+    /// Average budget before the probe (`None` where the controller only measures).
+    pub budget_before: Option<f64>,
+    /// Average budget after it.
+    pub budget: Option<f64>,
+    /// Budget per saved tensor for the next steps (bits per value, an own zero mask included).
+    pub budgets: Vec<(String, f64)>,
+}
+
+/// The controller's state: the average budget, the per-tensor budgets and the decisions made.
+#[derive(Clone, Debug)]
+pub struct Controller {
+    /// Configuration.
+    pub config: ControllerConfig,
+    /// Average budget now (`None`: the policy has none, the controller only measures).
+    pub budget: Option<f64>,
+    budgets: HashMap<String, f64>,
+    decisions: Vec<Decision>,
+}
+
+/// The weight whose gradient a saved tensor feeds (`conv2.input` → `conv2.weight`).
+fn weight_of(tensor: &str) -> Option<String> {
+    tensor.strip_suffix(".input").map(|l| format!("{l}.weight"))
+}
+
+/// A tensor the controller allocates for: compressed under a budget, with its analysis.
+struct Item<'a> {
+    name: &'a str,
+    numel: f64,
+    /// Estimated error at each level (`None` where the budget cannot hold the tensor).
+    errors: Vec<Option<f64>>,
+}
+
+impl Controller {
+    /// A controller for a lossy `policy` (`None` for fp32 and `lossless`). It adapts budgets
+    /// only for `fdsr` under a budget; for the others its probes only measure the gradient error.
+    pub fn for_policy(policy: Option<&Policy>, config: ControllerConfig) -> Result<Option<Controller>> {
+        config.validate()?;
+        let budget = match policy {
+            None | Some(Policy::Lossless) => return Ok(None),
+            Some(Policy::Fdsr(FdsrConfig { bits: BitChoice::Budget(b), .. })) => {
+                Some(b.clamp(config.min_budget, config.max_budget))
+            }
+            Some(_) => None,
+        };
+        Ok(Some(Controller { config, budget, budgets: HashMap::new(), decisions: Vec::new() }))
+    }
+
+    /// Whether it moves budgets (`fdsr` under a budget) rather than only measuring.
+    pub fn adaptive(&self) -> bool {
+        self.budget.is_some()
+    }
+
+    /// Whether `step` is a probe step.
+    pub fn due(&self, step: u64) -> bool {
+        step % self.config.every == self.config.every - 1
+    }
+
+    /// The per-tensor budgets now (empty before the first probe: the policy's budget applies).
+    pub fn budgets(&self) -> &HashMap<String, f64> {
+        &self.budgets
+    }
+
+    /// Takes the decisions made since the last call (for the metrics log).
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        std::mem::take(&mut self.decisions)
+    }
+
+    /// Updates the budget and the allocation from a probe at `step`: `grads` of every weight,
+    /// `records` of the probed step's saved tensors.
+    pub fn update(&mut self, step: u64, grads: &[GradPair], records: &[TensorRecord]) -> Decision {
+        let rel: HashMap<&str, f64> = grads.iter().map(|g| (g.name.as_str(), g.relative())).collect();
+        let probed: Vec<f64> =
+            records.iter().filter_map(|r| weight_of(&r.name)).filter_map(|w| rel.get(w.as_str()).copied()).collect();
+        let grad_error = if probed.is_empty() {
+            0.0
+        } else {
+            (probed.iter().map(|r| r * r).sum::<f64>() / probed.len() as f64).sqrt()
+        };
+        let before = self.budget;
+        let c = self.config;
+        if let Some(b) = self.budget.as_mut() {
+            if grad_error > c.high {
+                *b = (*b * c.raise).min(c.max_budget);
+            } else if grad_error < c.low {
+                *b = (*b / c.lower).max(c.min_budget);
+            }
+        }
+        if let Some(b) = self.budget {
+            self.budgets = self.allocate(b, &rel, records);
+        }
+        let mut budgets: Vec<(String, f64)> = self.budgets.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        budgets.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut per_weight: Vec<(String, f64)> = rel.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        per_weight.sort_by(|a, b| a.0.cmp(&b.0));
+        let d = Decision { step, grad_error, per_weight, budget_before: before, budget: self.budget, budgets };
+        self.decisions.push(d.clone());
+        d
+    }
+
+    /// The state a resumed run needs, as one metadata string:
+    /// `every,low,high,raise,lower,min,max;budget;name=b,name=b…` (f64 printed exactly).
+    pub fn state(&self) -> String {
+        let c = self.config;
+        let mut b: Vec<String> = self.budgets.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        b.sort();
+        format!(
+            "{},{},{},{},{},{},{};{};{}",
+            c.every,
+            c.low,
+            c.high,
+            c.raise,
+            c.lower,
+            c.min_budget,
+            c.max_budget,
+            self.budget.map_or("none".to_string(), |b| b.to_string()),
+            b.join(",")
+        )
+    }
+
+    /// Restores [`Self::state`]; the configuration must be this controller's.
+    pub fn restore(&mut self, state: &str) -> Result<()> {
+        let bad = || FdsrError::Corrupt(format!("controller state '{state}' is malformed"));
+        let mut parts = state.split(';');
+        let (Some(cfg), Some(budget), Some(budgets), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(bad());
+        };
+        let mine = self.state();
+        if mine.split(';').next() != Some(cfg) {
+            return Err(FdsrError::InvalidConfig(format!(
+                "the checkpoint's controller ({cfg}) differs from this run's ({})",
+                mine.split(';').next().unwrap_or("")
+            )));
+        }
+        let budget = match budget {
+            "none" => None,
+            b => Some(b.parse::<f64>().map_err(|_| bad())?),
+        };
+        if budget.is_some() != self.adaptive() {
+            return Err(bad());
+        }
+        let mut map = HashMap::new();
+        for kv in budgets.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = kv.split_once('=').ok_or_else(bad)?;
+            map.insert(k.to_string(), v.parse::<f64>().map_err(|_| bad())?);
+        }
+        self.budget = budget;
+        self.budgets = map;
+        Ok(())
+    }
+
+    /// Levels from the least to the largest budget, [`LEVEL_STEP`] apart.
+    fn levels(&self) -> Vec<f64> {
+        let (lo, hi) = (self.config.min_budget, self.config.max_budget);
+        let n = ((hi - lo) / LEVEL_STEP).floor() as usize;
+        (0..=n).map(|i| lo + i as f64 * LEVEL_STEP).collect()
+    }
+
+    /// Greedy allocation: every tensor starts at the least level; the step of best error
+    /// reduction per bit is taken while the average stays within the budget.
+    fn allocate(&self, budget: f64, rel: &HashMap<&str, f64>, records: &[TensorRecord]) -> HashMap<String, f64> {
+        let levels = self.levels();
+        let mut items = Vec::new();
+        let mut kappa = Vec::new();
+        for r in records {
+            let (Some(a), Some(used)) = (&r.analysis, r.budget) else { continue };
+            let own_mask = if r.own_mask { 1.0 } else { 0.0 };
+            let err_at =
+                |b: f64| choose_bits(a, (b - own_mask).max(MIN_CODEC_BUDGET)).ok().map(|bits| total_error(a, &bits));
+            let errors: Vec<Option<f64>> = levels.iter().map(|&b| err_at(b)).collect();
+            let e_used = choose_bits(a, used).ok().map(|bits| total_error(a, &bits));
+            let r_l = weight_of(&r.name).and_then(|w| rel.get(w.as_str()).copied());
+            kappa.push(match (r_l, e_used) {
+                (Some(r_l), Some(e)) if e > 0.0 => Some(r_l * r_l / e),
+                _ => None,
+            });
+            items.push(Item { name: &r.name, numel: r.fp32_bytes as f64 / 4.0, errors });
+        }
+        // Sensitivities relative to their median, clamped: the probe attributes each weight's
+        // whole gradient error to its own input, although errors also flow down from later layers.
+        let mut known: Vec<f64> = kappa.iter().flatten().copied().collect();
+        known.sort_by(f64::total_cmp);
+        let median = known.get(known.len() / 2).copied().filter(|m| *m > 0.0).unwrap_or(1.0);
+        let kappa: Vec<f64> =
+            kappa.iter().map(|k| k.map_or(1.0, |k| (k / median).clamp(1.0 / MAX_SPREAD, MAX_SPREAD))).collect();
+        let total: f64 = items.iter().map(|i| i.numel).sum();
+        let allowed = budget * total;
+        // Each tensor stays within a factor MAX_SPREAD of the average, starting at its least level.
+        let hi = levels.iter().rposition(|&l| l <= budget * MAX_SPREAD).unwrap_or(0);
+        let mut at: Vec<usize> = items
+            .iter()
+            .map(|i| {
+                let lo = levels.iter().position(|&l| l >= budget / MAX_SPREAD).unwrap_or(0);
+                (lo..levels.len()).find(|&l| i.errors[l].is_some()).unwrap_or(levels.len() - 1)
+            })
+            .collect();
+        let mut spent: f64 = items.iter().zip(&at).map(|(i, &l)| i.numel * levels[l]).sum();
+        loop {
+            let mut best: Option<(usize, f64)> = None;
+            for (k, item) in items.iter().enumerate() {
+                let l = at[k];
+                if l + 1 > hi || spent + item.numel * LEVEL_STEP > allowed {
+                    continue;
+                }
+                let (Some(now), Some(next)) = (item.errors[l], item.errors[l + 1]) else { continue };
+                let gain = kappa[k] * (now - next) / (item.numel * LEVEL_STEP);
+                if best.is_none_or(|(_, g)| gain > g) {
+                    best = Some((k, gain));
+                }
+            }
+            let Some((k, _)) = best else { break };
+            at[k] += 1;
+            spent += items[k].numel * LEVEL_STEP;
+        }
+        items.iter().zip(&at).map(|(i, &l)| (i.name.to_string(), levels[l])).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::alloc::FdsrStats;
+
+    fn record(name: &str, numel: u64, scale: f64) -> TensorRecord {
+        let mut a = FdsrStats::new(&[0, 1, 6, 28, 64]);
+        a.numel = numel;
+        a.planes = numel / 64;
+        a.full_tiles = numel / 64;
+        for j in 1..4 {
+            a.band_sum_n_max2[j] = scale * (numel as f64) / j as f64;
+            a.band_energy[j] = scale * (numel as f64) / (4 * j) as f64;
+        }
+        a.dc_sum_n_max2 = scale * numel as f64;
+        a.gmax = 1.0;
+        TensorRecord {
+            name: name.into(),
+            layer: 0,
+            shape: vec![numel as usize / 64, 1, 8, 8],
+            fp32_bytes: numel * 4,
+            stored_bytes: 0,
+            form: "fdsr".into(),
+            bits: vec![],
+            classes: [0; 4],
+            band_energy: vec![],
+            reuse_hits: 0,
+            reuse_eligible: 0,
+            budget: Some(2.0),
+            own_mask: false,
+            analysis: Some(a),
+        }
+    }
+
+    fn controller(budget: f64) -> Controller {
+        let p: Policy = format!("fdsr:budget={budget}").parse().unwrap();
+        Controller::for_policy(Some(&p), ControllerConfig::default()).unwrap().unwrap()
+    }
+
+    #[test]
+    fn budget_follows_the_gradient_error() {
+        let recs = [record("conv1.input", 64 * 64, 1.0)];
+        let mut c = controller(2.0);
+        let big = GradPair { name: "conv1.weight".into(), diff2: 1.0, norm2: 1.0 };
+        assert_eq!(c.update(9, &[big], &recs).budget, Some(2.5));
+        let small = GradPair { name: "conv1.weight".into(), diff2: 1e-4, norm2: 1.0 };
+        let d = c.update(19, std::slice::from_ref(&small), &recs);
+        assert!((d.budget.unwrap() - 2.5 / 1.1).abs() < 1e-12, "{d:?}");
+        let mid = GradPair { name: "conv1.weight".into(), diff2: 0.04, norm2: 1.0 };
+        assert_eq!(c.update(29, &[mid], &recs).budget, d.budget);
+        assert_eq!(c.take_decisions().len(), 3);
+        assert!(c.take_decisions().is_empty());
+        for _ in 0..40 {
+            c.update(0, std::slice::from_ref(&small), &recs);
+        }
+        assert_eq!(c.budget, Some(ControllerConfig::default().min_budget));
+    }
+
+    #[test]
+    fn the_allocation_favours_sensitive_tensors_and_keeps_the_average() {
+        let recs = [record("conv1.input", 64 * 64, 1.0), record("conv2.input", 64 * 64, 1.0)];
+        let mut c = controller(3.0);
+        let grads = [
+            GradPair { name: "conv1.weight".into(), diff2: 0.04, norm2: 1.0 },
+            GradPair { name: "conv2.weight".into(), diff2: 0.0004, norm2: 1.0 },
+        ];
+        let d = c.update(9, &grads, &recs);
+        let b: HashMap<_, _> = d.budgets.into_iter().collect();
+        assert!(b["conv1.input"] > b["conv2.input"], "{b:?}");
+        assert!((b["conv1.input"] + b["conv2.input"]) / 2.0 <= d.budget.unwrap() + 1e-9, "{b:?}");
+    }
+
+    #[test]
+    fn state_round_trips_and_checks_the_configuration() {
+        let recs = [record("conv1.input", 64 * 64, 1.0), record("conv2.input", 64 * 64, 2.0)];
+        let mut c = controller(2.0);
+        c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 0.5, norm2: 1.0 }], &recs);
+        let mut d = controller(2.0);
+        d.restore(&c.state()).unwrap();
+        assert_eq!((d.budget, d.budgets()), (c.budget, c.budgets()));
+        let mut other = Controller::for_policy(
+            Some(&"fdsr:budget=2".parse().unwrap()),
+            ControllerConfig { every: 7, ..ControllerConfig::default() },
+        )
+        .unwrap()
+        .unwrap();
+        assert!(other.restore(&c.state()).is_err());
+        assert!(d.restore("1,2;x").is_err());
+    }
+
+    #[test]
+    fn only_budgeted_fdsr_adapts() {
+        let cfg = ControllerConfig::default();
+        let recs = [record("conv1.input", 64 * 64, 1.0)];
+        for p in ["uniform:2", "fdsr:bits=8,4,2,0", "division"] {
+            let mut c = Controller::for_policy(Some(&p.parse().unwrap()), cfg).unwrap().unwrap();
+            assert!(!c.adaptive(), "{p}");
+            let d = c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 1.0, norm2: 1.0 }], &recs);
+            assert_eq!((d.grad_error, d.budget, d.budgets.len()), (1.0, None, 0), "{p}");
+        }
+        for p in [None, Some("lossless".parse().unwrap())] {
+            assert!(Controller::for_policy(p.as_ref(), cfg).unwrap().is_none());
+        }
+        assert!(Controller::for_policy(None, ControllerConfig { low: 0.5, high: 0.1, ..cfg }).is_err());
+    }
+}
