@@ -57,8 +57,9 @@ fn a_run_writes_metrics_checkpoint_and_summary_and_resumes() {
     let (metrics, ck) = (data.join("m.jsonl"), data.join("ck"));
     let (d, m, c) = (data.to_str().unwrap(), metrics.to_str().unwrap(), ck.to_str().unwrap());
     let base = ["train", "--model", "tiny", "--data-dir", d, "--epochs", "2", "--batch", "8", "--quiet"];
+    let base = [&base[..], &["--policy", "fdsr:budget=2,mask,grad", "--probe-every", "3"]].concat();
     let mut args = base.to_vec();
-    args.extend(["--metrics", m, "--checkpoint", c, "--log-every", "2"]);
+    args.extend(["--metrics", m, "--checkpoint", c, "--log-every", "2", "--layers-every", "4"]);
     let out = fdsr(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -71,6 +72,15 @@ fn a_run_writes_metrics_checkpoint_and_summary_and_resumes() {
     assert_eq!(lines.iter().filter(|l| l["kind"] == "epoch").count(), 2);
     let step = lines.iter().find(|l| l["kind"] == "step").unwrap();
     assert!(step["memory"]["peak"]["saved_activations"].as_u64().unwrap() > 0);
+    // Probes at steps 3 and 6 (1-based), per-tensor records at steps 4 and 8.
+    let probes: Vec<_> = lines.iter().filter(|l| l["kind"] == "controller").collect();
+    assert_eq!(probes.len(), 2);
+    assert!(probes[1]["budgets"]["layer2.conv.input"].as_f64().is_some(), "{}", probes[1]);
+    let layers: Vec<_> = lines.iter().filter(|l| l["kind"] == "layers").collect();
+    assert_eq!(layers.len(), 2);
+    let conv2 = layers[1]["tensors"].as_array().unwrap().iter().find(|t| t["name"] == "layer2.conv.input").unwrap();
+    assert_eq!(conv2["bits"].as_array().unwrap().len(), 4, "{conv2}");
+    assert_eq!(conv2["own_mask"], true);
     assert!(ck.join("checkpoint.safetensors").is_file());
 
     // The checkpoint holds a finished run: resuming it trains nothing more and says the same.
@@ -115,15 +125,22 @@ fn compare_trains_each_policy_side_by_side() {
     let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
     let args = ["compare", "--model", "tiny", "--data-dir", d, "--epochs", "1", "--batch", "8", "--quiet"];
     let mut a = args.to_vec();
-    a.extend(["--policies", "none,lossless,uniform:2", "--out", o]);
+    a.extend(["--policies", "none,lossless,uniform:2,fdsr:budget=2,mask,grad", "--out", o, "--probe-every", "2"]);
     let r = fdsr(&a);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let table = std::fs::read_to_string(out.with_extension("md")).unwrap();
-    assert_eq!(table.lines().count(), 5, "{table}");
+    assert_eq!(table.lines().count(), 6, "{table}");
     let rows: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
     assert_eq!(rows[0]["test_accuracy"], rows[1]["test_accuracy"], "lossless equals fp32");
     assert!(rows[2]["saved"]["activation_ratio"].as_f64().unwrap() > 3.0);
+    // Lossy policies are probed (the exact run and lossless are not); fdsr's budget is controlled.
+    assert!(rows[1]["probe_grad_error"].is_null());
+    for r in &rows[2..] {
+        let e = r["probe_grad_error"].as_f64().unwrap();
+        assert!(e > 0.0 && e.is_finite(), "{r}");
+    }
+    assert!(rows[3]["final_budget"].as_f64().is_some() && rows[2]["final_budget"].is_null());
     let mut bad = args.to_vec();
     bad.extend(["--policies", "none,zip"]);
     assert!(error_of(&fdsr(&bad)).contains("unknown policy"));

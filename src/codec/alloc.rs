@@ -282,6 +282,25 @@ mod tests {
     }
 
     #[test]
+    fn gradient_aware_allocation_drops_fewer_bands() {
+        // Energies well under the range bound, as in real activations (most values are small).
+        let mut plain = stats(4);
+        for j in 1..4 {
+            plain.band_energy[j] = plain.band_sum_n_max2[j] / 16.0;
+        }
+        let grad = FdsrStats { drop_weight: GRAD_DROP_WEIGHT, ..plain.clone() };
+        let dropped = |b: &[u8]| b[1..].iter().filter(|&&x| x == 0).count();
+        let mut fewer = false;
+        for budget in [0.5, 1.0, 2.0, 3.0] {
+            let (p, g) = (choose_bits(&plain, budget).unwrap(), choose_bits(&grad, budget).unwrap());
+            assert!(dropped(&g) <= dropped(&p), "budget {budget}: {g:?} vs {p:?}");
+            assert!(stored_bits(&grad, &g) as f64 <= budget * grad.numel as f64);
+            fewer |= dropped(&g) < dropped(&p);
+        }
+        assert!(fewer, "the weight changes some choice");
+    }
+
+    #[test]
     fn allocation_fits_and_improves_with_budget() {
         for bands in [4, 7] {
             let s = stats(bands);
