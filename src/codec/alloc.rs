@@ -46,15 +46,17 @@ pub struct FdsrStats {
     pub dc_sum_n_max2: f64,
     /// Largest |coefficient| (all 64) over non-zero tiles: `e0 = e0_for(gmax)`.
     pub gmax: f32,
-    /// Weight of a dropped AC band's energy in the error estimate: 1 for reconstruction error;
-    /// [`GRAD_DROP_WEIGHT`] for gradient-aware allocation (`fdsr:…,grad`).
-    pub drop_weight: f64,
+    /// Weight of the errors that add up coherently in a weight gradient — the DC band's (constant
+    /// over a tile) and a dropped band's (a bias) — against the other bands' rounding noise: 1
+    /// for reconstruction error; [`GRAD_COHERENT_WEIGHT`] for gradient-aware allocation
+    /// (`fdsr:…,grad`).
+    pub coherent_weight: f64,
 }
 
-/// Drop weight of gradient-aware allocation. A weight gradient sums products over many values:
-/// unbiased rounding noise averages out in that sum, the bias of a dropped band adds up
-/// coherently, at least over the 64 values of a tile.
-pub const GRAD_DROP_WEIGHT: f64 = 64.0;
+/// Coherent-error weight of gradient-aware allocation. A weight gradient sums products over many
+/// values: unbiased rounding noise of the AC coefficients averages out in that sum, while a DC
+/// error (the same offset on all 64 values of a tile) or a dropped band's bias adds up.
+pub const GRAD_COHERENT_WEIGHT: f64 = 64.0;
 
 impl FdsrStats {
     /// Empty statistics for `band_edges`.
@@ -72,7 +74,7 @@ impl FdsrStats {
             band_energy: vec![0.0; n],
             dc_sum_n_max2: 0.0,
             gmax: 0.0,
-            drop_weight: 1.0,
+            coherent_weight: 1.0,
         }
     }
 
@@ -107,16 +109,25 @@ pub fn class_bits(edges: &[u8], bits: &[u8]) -> [u32; 4] {
     [0, dc, dc + ac, 0]
 }
 
-/// Estimated squared error of band `j` at `b` bits: the band's energy (times `drop_weight`) when
-/// dropped; for f16 the
+/// Estimated squared error of band `j` at `b` bits: the band's energy when dropped; for f16 the
 /// half-ulp bound `Σ n·maxabs²·2^-22`; else the stochastic-rounding variance bound
 /// `Σ n·maxabs² / (2^b − 1)²` (step `2·maxabs/(2^b − 1)`, variance at most step²/4).
 /// For DC (`j = 0`) the term is `dc_sum_n_max2`, which also bounds the DC energy for `b = 0`.
+/// DC errors and dropped bands count `coherent_weight` times.
 pub fn band_error(stats: &FdsrStats, j: usize, b: u8) -> f64 {
+    let e = band_error_unweighted(stats, j, b);
+    if j == 0 || b == 0 {
+        e * stats.coherent_weight
+    } else {
+        e
+    }
+}
+
+fn band_error_unweighted(stats: &FdsrStats, j: usize, b: u8) -> f64 {
     let sum_n_max2 = if j == 0 { stats.dc_sum_n_max2 } else { stats.band_sum_n_max2[j] };
     match b {
         0 if j == 0 => sum_n_max2,
-        0 => stats.band_energy[j] * stats.drop_weight,
+        0 => stats.band_energy[j],
         16 => sum_n_max2 / (1u64 << 22) as f64,
         b => {
             let l = ((1u32 << b) - 1) as f64;
@@ -288,7 +299,7 @@ mod tests {
         for j in 1..4 {
             plain.band_energy[j] = plain.band_sum_n_max2[j] / 16.0;
         }
-        let grad = FdsrStats { drop_weight: GRAD_DROP_WEIGHT, ..plain.clone() };
+        let grad = FdsrStats { coherent_weight: GRAD_COHERENT_WEIGHT, ..plain.clone() };
         let dropped = |b: &[u8]| b[1..].iter().filter(|&&x| x == 0).count();
         let mut fewer = false;
         for budget in [0.5, 1.0, 2.0, 3.0] {

@@ -46,7 +46,7 @@ pub struct FdsrConfig {
     /// training engine's saved-activation store; the codec alone ignores it.
     pub mask_aware: bool,
     /// Gradient-aware allocation under a budget (`,grad`): a dropped band weighs
-    /// [`super::alloc::GRAD_DROP_WEIGHT`] times its energy, since its bias adds up in weight
+    /// [`super::alloc::GRAD_COHERENT_WEIGHT`] times its energy, since its bias adds up in weight
     /// gradients where rounding noise averages out.
     pub grad_aware: bool,
 }

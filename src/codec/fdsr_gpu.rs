@@ -188,7 +188,7 @@ async fn analyze(
         plane_dcmax: vec![],
         plane_nonzero: vec![],
         stats: FdsrStats {
-            drop_weight: if cfg.grad_aware { alloc::GRAD_DROP_WEIGHT } else { 1.0 },
+            coherent_weight: if cfg.grad_aware { alloc::GRAD_COHERENT_WEIGHT } else { 1.0 },
             ..FdsrStats::new(&cfg.band_edges)
         },
     };

@@ -106,7 +106,7 @@ pub fn compress_with_stats(
         Policy::Fdsr(cfg) if shape.len() == 4 => {
             let mut a = fdsr::analyze(x, shape, &cfg.band_edges, cfg.dc_threshold)?;
             if cfg.grad_aware {
-                a.stats.drop_weight = alloc::GRAD_DROP_WEIGHT;
+                a.stats.coherent_weight = alloc::GRAD_COHERENT_WEIGHT;
             }
             let bits = match &cfg.bits {
                 BitChoice::Fixed(b) => b.clone(),
