@@ -61,8 +61,14 @@ fn adamw_and_resnet_blocks_train() {
     assert!(last < 0.8 * first, "AdamW loss did not fall: {first} -> {last}");
     let mut cfg = config(ModelName::Resnet20, OptKind::Sgd);
     cfg.batch = 2;
-    let (first, last, _) = train(&ctx, cfg, 4);
+    let (first, last, _) = train(&ctx, cfg.clone(), 4);
     assert!(first.is_finite() && last.is_finite(), "resnet20 loss {first} -> {last}");
+    // Compressed, with projection shortcuts that save their block's input a second time (stored
+    // once, restored for both): 4 images make the first stages' tensors large enough.
+    cfg.batch = 4;
+    cfg.policy = Some("fdsr:budget=2,mask,grad".parse().unwrap());
+    let (first, last, _) = train(&ctx, cfg, 4);
+    assert!(first.is_finite() && last.is_finite(), "compressed resnet20 loss {first} -> {last}");
 }
 
 #[test]

@@ -154,6 +154,7 @@ pub struct SavedActivations {
     seed: u32,
     slots: HashMap<Key, Tensor>,
     pending: Vec<(u64, Key, String, Tensor)>,
+    aliases: Vec<(Key, Key)>,
     compressed: Vec<Stored>,
     seq: u64,
     stats: SavedStats,
@@ -221,6 +222,12 @@ impl SavedActivations {
         self.seq += 1;
         let form = match kind {
             Kind::Dense if self.policy.is_some() && compressible(t.shape()) => {
+                // A tensor saved twice in one group (a residual block's input, by its first
+                // conv and its projection) is stored and counted once.
+                if let Some(orig) = self.pending.iter().find(|p| p.3.same_buffer(t)).map(|p| p.1) {
+                    self.aliases.push(((layer, slot), orig));
+                    return;
+                }
                 self.stats.fp32_bytes += bytes;
                 self.pending.push((self.seq, (layer, slot), name.to_string(), t.clone()));
                 return;
@@ -352,6 +359,9 @@ impl SavedActivations {
             if let Some(mask) = &s.mask {
                 t = record(ctx, "mask-aware restore", |enc| ops::mask_clamp(ctx, enc, &t, mask)).await?;
             }
+            for (alias, _) in self.aliases.iter().filter(|a| a.1 == s.key) {
+                self.slots.insert(*alias, t.clone());
+            }
             self.slots.insert(s.key, t);
         }
         Ok(())
@@ -364,6 +374,11 @@ impl SavedActivations {
             FdsrError::InvalidConfig("exact activations were not kept for this step (begin_step(_, true))".into())
         })?;
         self.slots.extend(exact.iter().map(|(k, t)| (*k, t.clone())));
+        for (alias, orig) in &self.aliases {
+            if let Some(t) = exact.get(orig) {
+                self.slots.insert(*alias, t.clone());
+            }
+        }
         Ok(())
     }
 
@@ -402,6 +417,7 @@ impl SavedActivations {
     pub fn clear(&mut self) {
         self.slots.clear();
         self.pending.clear();
+        self.aliases.clear();
         self.compressed.clear();
         self.exact = None;
         self.seq = 0;

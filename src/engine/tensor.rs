@@ -103,6 +103,11 @@ impl Tensor {
         self
     }
 
+    /// Whether `other` shares this tensor's buffer (a clone or a reshape of it).
+    pub fn same_buffer(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.buf, &other.buf)
+    }
+
     /// The device buffer (it may be larger than the tensor).
     pub fn buffer(&self) -> &wgpu::Buffer {
         &self.buf
