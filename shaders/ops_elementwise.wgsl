@@ -15,22 +15,36 @@ fn linear_id(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return (wg.y * nwg.x + wg.x) * 256u + lid;
 }
 
-// y = max(x, 0) and the mask word of 32 consecutive values.
-@compute @workgroup_size(256)
-fn relu_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                @builtin(local_invocation_index) lid: u32) {
-    let j = linear_id(wg, nwg, lid);
-    if (j >= p.words) { return; }
+// The mask word of values 32j .. 32j+31 (bit set where > 0); with `relu`, also y = max(x, 0).
+fn mask_word(j: u32, relu: bool) -> u32 {
     let base = j * 32u;
     let end = min(base + 32u, p.n);
     var word = 0u;
     for (var i = base; i < end; i++) {
         let v = in0[i];
         let pos = v > 0.0;
-        out0[i] = select(0.0, v, pos);
+        if (relu) { out0[i] = select(0.0, v, pos); }
         word |= select(0u, 1u << (i - base), pos);
     }
-    out1[j] = word;
+    return word;
+}
+
+// y = max(x, 0) and the mask word of 32 consecutive values.
+@compute @workgroup_size(256)
+fn relu_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let j = linear_id(wg, nwg, lid);
+    if (j >= p.words) { return; }
+    out1[j] = mask_word(j, true);
+}
+
+// The mask word of 32 consecutive values alone.
+@compute @workgroup_size(256)
+fn positive_mask(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let j = linear_id(wg, nwg, lid);
+    if (j >= p.words) { return; }
+    out1[j] = mask_word(j, false);
 }
 
 // dx = dy where the mask bit is set, else 0.
@@ -41,21 +55,6 @@ fn relu_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n) { return; }
     let bit = (in1[i >> 5u] >> (i & 31u)) & 1u;
     out0[i] = select(0.0, in0[i], bit == 1u);
-}
-
-// The mask word of 32 consecutive values alone (1 where > 0).
-@compute @workgroup_size(256)
-fn positive_mask(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                 @builtin(local_invocation_index) lid: u32) {
-    let j = linear_id(wg, nwg, lid);
-    if (j >= p.words) { return; }
-    let base = j * 32u;
-    let end = min(base + 32u, p.n);
-    var word = 0u;
-    for (var i = base; i < end; i++) {
-        word |= select(0u, 1u << (i - base), in0[i] > 0.0);
-    }
-    out1[j] = word;
 }
 
 // max(x, 0) where the mask bit is set, else exactly 0 (mask-aware decode of a ReLU output).

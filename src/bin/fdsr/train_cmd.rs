@@ -10,7 +10,7 @@ use fdsr::data::{ensure, Dataset, DatasetName, Split};
 use fdsr::engine::controller::{ControllerConfig, Decision};
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
 use fdsr::engine::saved::{SavedStats, TensorRecord};
-use fdsr::engine::{checkpoint, session, Session, TrainConfig, Trainer};
+use fdsr::engine::{checkpoint, session, ModelName, Session, TrainConfig, Trainer};
 use fdsr::gpu::CATEGORIES;
 use fdsr::io::safetensors::{read_safetensors, write_safetensors};
 use fdsr::{FdsrError, GpuContext, Result};
@@ -35,7 +35,8 @@ pub struct TrainArgs {
     epochs: usize,
     #[arg(long, default_value_t = 128)]
     batch: usize,
-    /// Base learning rate (default 0.1 for sgd, 0.002 for adamw).
+    /// Base learning rate (default 0.1 for sgd, 0.002 for adamw; a fifth of that for tiny, which
+    /// has no residual paths and spikes at the larger rate).
     #[arg(long)]
     lr: Option<f32>,
     /// sgd or adamw.
@@ -100,11 +101,17 @@ fn config(a: &TrainArgs) -> Result<TrainConfig> {
     if let Some(wd) = a.wd {
         opt.weight_decay = wd;
     }
-    let lr = a.lr.unwrap_or(if kind == OptKind::Sgd { 0.1 } else { 0.002 });
+    let model: ModelName = a.model.parse()?;
+    let lr = a.lr.unwrap_or(match (model == ModelName::Tiny, kind) {
+        (false, OptKind::Sgd) => 0.1,
+        (false, OptKind::AdamW) => 0.002,
+        (true, OptKind::Sgd) => 0.02,
+        (true, OptKind::AdamW) => 0.0004,
+    });
     let schedule: Schedule = a.schedule.parse()?;
     let policy = if a.policy == "none" { None } else { Some(a.policy.parse()?) };
     Ok(TrainConfig {
-        model: a.model.parse()?,
+        model,
         epochs: a.epochs,
         batch: a.batch,
         lr,
