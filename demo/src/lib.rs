@@ -1,0 +1,17 @@
+//! fdsr visualizer: trains a small CNN live on the GPU with compressed saved activations and
+//! shows what the codec does (curves, memory, bits per band, band energy, tile classes, reuse,
+//! a block inspector and a DCT basis explorer). One app, native and in the browser.
+#![warn(missing_docs)]
+
+pub mod app;
+pub mod data;
+pub mod history;
+pub mod panels;
+pub mod platform;
+pub mod run;
+pub mod settings;
+pub mod status;
+
+pub use app::{App, RunSlot};
+pub use run::{Data, Run};
+pub use settings::Settings;

@@ -1,0 +1,101 @@
+//! The native entry: argument parsing, the device and data, then the window or the bench.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use fdsr_demo::{data, status::Status, App, Run, Settings};
+
+struct Args {
+    data: PathBuf,
+    settings: String,
+    bench_steps: Option<u64>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args { data: PathBuf::from("data/fashion-mnist"), settings: String::new(), bench_steps: None };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--data" => a.data = PathBuf::from(value()?),
+            "--settings" => a.settings = value()?,
+            "--bench-steps" => {
+                let v = value()?;
+                a.bench_steps = Some(v.parse().map_err(|_| format!("--bench-steps {v}: not a number"))?);
+            }
+            "-h" | "--help" => {
+                return Err("usage: fdsr-demo [--data DIR] [--settings model=tiny&policy=fdsr&budget=4&lr=0.05&batch=32&reuse=1] [--bench-steps N]".into())
+            }
+            other => return Err(format!("unknown argument '{other}' (try --help)")),
+        }
+    }
+    Ok(a)
+}
+
+/// Parses the arguments, makes the run, then opens the window or runs the bench.
+pub fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (settings, notices) = Settings::from_query(&args.settings);
+    for n in &notices {
+        eprintln!("{n}");
+    }
+    let data = match data::load(&args.data) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("{e}\n(`cargo run --release -- data fetch` writes the files to data/fashion-mnist)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ctx = match pollster::block_on(fdsr::GpuContext::new()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let run = Run::new(ctx, data, settings.clone());
+    match args.bench_steps {
+        Some(n) => bench(&run, n),
+        None => window(run, settings, notices),
+    }
+}
+
+fn bench(run: &Run, n: u64) -> ExitCode {
+    for _ in 0..n {
+        match run.step_task() {
+            Some(t) => pollster::block_on(t),
+            None => break,
+        }
+    }
+    let s = Status::of(run);
+    println!("{}", s.to_json());
+    if s.error.is_empty() && s.steps == n {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn window(run: Run, settings: Settings, notices: Vec<String>) -> ExitCode {
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default().with_inner_size([1200.0, 900.0]),
+        ..Default::default()
+    };
+    let slot = Rc::new(RefCell::new(Some(Ok(run))));
+    let app = App::new(slot, settings, notices);
+    match eframe::run_native("fdsr visualizer", options, Box::new(|_cc| Ok(Box::new(app)))) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}

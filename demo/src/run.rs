@@ -1,0 +1,186 @@
+//! The live training run: a [`Session`] on its own GPU device, shared with the UI through
+//! `Rc<RefCell<…>>` and advanced one step at a time by an async task (blocked on natively,
+//! spawned on the web), so nothing waits on the GPU inside a frame in the browser.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use fdsr::data::Dataset;
+use fdsr::engine::Session;
+use fdsr::engine::Trainer;
+use fdsr::GpuContext;
+use web_time::Instant;
+
+use crate::history::{History, Snapshot};
+use crate::panels::inspector::{read_activation, Activation};
+use crate::settings::Settings;
+
+/// Training and test images of the run.
+#[derive(Clone)]
+pub struct Data {
+    /// Training images.
+    pub train: Dataset,
+    /// Test images (the block inspector's inputs).
+    pub test: Dataset,
+    /// Where they came from, for the header.
+    pub source: String,
+}
+
+/// State shared by the UI and the step task.
+pub struct Shared {
+    /// The session; `None` while a step holds it (or before the first reset).
+    pub session: Option<Session>,
+    /// Measurements so far.
+    pub history: History,
+    /// The last error, shown in the UI; training pauses on one.
+    pub error: Option<String>,
+    /// A step task is running.
+    pub busy: bool,
+    /// Settings of the current session.
+    pub settings: Settings,
+    /// When the session was made.
+    pub created: Instant,
+    /// Seconds from the session's creation to the end of its first step.
+    pub first_step_s: Option<f64>,
+    /// Seconds spent in steps (the step tasks' own time).
+    pub step_seconds: f64,
+    /// The block inspector's last read activation.
+    pub inspect: Option<Result<Activation, String>>,
+}
+
+/// Handle to the run: the device, the data and the shared state.
+#[derive(Clone)]
+pub struct Run {
+    /// The training device (separate from the renderer's).
+    pub ctx: Rc<GpuContext>,
+    /// The images.
+    pub data: Rc<Data>,
+    /// The shared state.
+    pub shared: Rc<RefCell<Shared>>,
+}
+
+impl Run {
+    /// A run on `ctx` over `data` with `settings` (an invalid setting is reported in `error`).
+    pub fn new(ctx: GpuContext, data: Data, settings: Settings) -> Run {
+        let shared = Shared {
+            session: None,
+            history: History::default(),
+            error: None,
+            busy: false,
+            settings: settings.clone(),
+            created: Instant::now(),
+            first_step_s: None,
+            step_seconds: 0.0,
+            inspect: None,
+        };
+        let run = Run { ctx: Rc::new(ctx), data: Rc::new(data), shared: Rc::new(RefCell::new(shared)) };
+        run.reset(settings);
+        run
+    }
+
+    /// Starts over with `settings`: a fresh model, optimizer and history.
+    pub fn reset(&self, settings: Settings) {
+        let made = settings
+            .train_config()
+            .and_then(|c| Trainer::new(&self.ctx, c).map_err(|e| e.to_string()))
+            .and_then(|t| Session::new(t, self.data.train.clone()).map_err(|e| e.to_string()));
+        let mut sh = self.shared.borrow_mut();
+        sh.history = History::default();
+        sh.settings = settings;
+        sh.created = Instant::now();
+        sh.first_step_s = None;
+        sh.step_seconds = 0.0;
+        match made {
+            Ok(s) => {
+                sh.session = Some(s);
+                sh.error = None;
+            }
+            Err(e) => {
+                sh.session = None;
+                sh.error = Some(e);
+            }
+        }
+    }
+
+    /// `true` when a step may start now (a session, no step running, no error).
+    pub fn can_step(&self) -> bool {
+        let sh = self.shared.borrow();
+        sh.session.is_some() && !sh.busy && sh.error.is_none()
+    }
+
+    /// Marks a step as running and returns the task that takes it, or `None` when none may
+    /// start. The caller blocks on it (native) or spawns it (web).
+    pub fn step_task(&self) -> Option<impl std::future::Future<Output = ()> + 'static> {
+        if !self.can_step() {
+            return None;
+        }
+        let mut sh = self.shared.borrow_mut();
+        let session = sh.session.take()?;
+        sh.busy = true;
+        drop(sh);
+        let run = self.clone();
+        Some(async move { run.finish_step(session).await })
+    }
+
+    async fn finish_step(self, mut session: Session) {
+        let t0 = Instant::now();
+        let out = async {
+            session.step(&self.ctx).await?;
+            let m = session.trainer.read_metrics(&self.ctx).await?;
+            Ok::<_, fdsr::FdsrError>(m)
+        }
+        .await;
+        let mut sh = self.shared.borrow_mut();
+        sh.step_seconds += t0.elapsed().as_secs_f64();
+        match out {
+            Ok(m) => {
+                let trainer = &mut session.trainer;
+                let snap = Snapshot {
+                    step: trainer.step,
+                    loss: m.loss,
+                    accuracy: m.accuracy,
+                    memory: self.ctx.pool.report(),
+                    saved: trainer.saved.take_stats(),
+                    records: trainer.saved.records().to_vec(),
+                };
+                sh.history.push(snap);
+                if sh.first_step_s.is_none() {
+                    sh.first_step_s = Some(sh.created.elapsed().as_secs_f64());
+                }
+            }
+            Err(e) => sh.error = Some(e.to_string()),
+        }
+        if session.done() {
+            sh.error.get_or_insert_with(|| "the run's steps are all done: reset to start again".into());
+        }
+        sh.session = Some(session);
+        sh.busy = false;
+    }
+
+    /// Marks the session as busy and returns the task that reads layer `layer`'s output for
+    /// the block inspector, or `None` while a step runs.
+    pub fn inspect_task(&self, layer: usize) -> Option<impl std::future::Future<Output = ()> + 'static> {
+        let mut sh = self.shared.borrow_mut();
+        if sh.busy {
+            return None;
+        }
+        let mut session = sh.session.take()?;
+        sh.busy = true;
+        drop(sh);
+        let run = self.clone();
+        Some(async move {
+            let out = read_activation(&run.ctx, &mut session, &run.data, layer).await.map_err(|e| e.to_string());
+            let mut sh = run.shared.borrow_mut();
+            sh.inspect = Some(out);
+            sh.session = Some(session);
+            sh.busy = false;
+        })
+    }
+
+    /// Steps per second over the steps taken (their own time, not the frames between them).
+    pub fn steps_per_second(&self) -> Option<f64> {
+        let sh = self.shared.borrow();
+        let n = sh.history.steps.len();
+        (n > 0 && sh.step_seconds > 0.0).then(|| n as f64 / sh.step_seconds)
+    }
+}

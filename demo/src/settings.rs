@@ -1,0 +1,188 @@
+//! What the user can set for a run (model, policy, budget, learning rate, batch) and its
+//! `key=value&…` text form, used for the URL hash on the web.
+
+use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
+use fdsr::engine::{ModelName, TrainConfig};
+use fdsr::Policy;
+
+/// How saved activations are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyKind {
+    /// fp32.
+    None,
+    /// ActNN-like `uniform:B` (B = the budget, rounded, 1..=8).
+    Uniform,
+    /// DIVISION.
+    Division,
+    /// FDSR at the budget.
+    Fdsr,
+}
+
+impl PolicyKind {
+    /// Every kind, in picker order.
+    pub const ALL: [PolicyKind; 4] = [PolicyKind::None, PolicyKind::Uniform, PolicyKind::Division, PolicyKind::Fdsr];
+
+    /// Name in the picker and the hash.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyKind::None => "none",
+            PolicyKind::Uniform => "uniform",
+            PolicyKind::Division => "division",
+            PolicyKind::Fdsr => "fdsr",
+        }
+    }
+}
+
+/// Settings of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// `tiny` or `cnn`.
+    pub model: ModelName,
+    /// Policy kind.
+    pub policy: PolicyKind,
+    /// Bits per value (fdsr budget; uniform bits rounded).
+    pub budget: f32,
+    /// Learning rate (SGD, constant).
+    pub lr: f32,
+    /// Images per step.
+    pub batch: usize,
+    /// Similarity reuse (LSH) in fdsr.
+    pub reuse: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { model: ModelName::Tiny, policy: PolicyKind::Fdsr, budget: 2.0, lr: 0.02, batch: 32, reuse: false }
+    }
+}
+
+/// Budget range of the slider (bits per value).
+pub const BUDGET_RANGE: std::ops::RangeInclusive<f32> = 1.0..=8.0;
+/// Batch sizes offered.
+pub const BATCHES: [usize; 5] = [8, 16, 32, 64, 128];
+
+impl Settings {
+    /// The codec policy, `None` for fp32.
+    pub fn policy(&self) -> Result<Option<Policy>, String> {
+        let text = match self.policy {
+            PolicyKind::None => return Ok(None),
+            PolicyKind::Uniform => format!("uniform:{}", self.budget.round().clamp(1.0, 8.0) as u8),
+            PolicyKind::Division => "division".to_string(),
+            PolicyKind::Fdsr => {
+                format!("fdsr:budget={},mask,grad{}", self.budget, if self.reuse { ",reuse" } else { "" })
+            }
+        };
+        text.parse().map(Some).map_err(|e: fdsr::FdsrError| e.to_string())
+    }
+
+    /// The policy as text, as the store's records name it.
+    pub fn policy_label(&self) -> String {
+        match self.policy {
+            PolicyKind::None => "none (fp32)".into(),
+            PolicyKind::Uniform => format!("uniform:{}", self.budget.round().clamp(1.0, 8.0) as u8),
+            PolicyKind::Division => "division".into(),
+            PolicyKind::Fdsr => {
+                format!("fdsr:budget={:.2},mask,grad{}", self.budget, if self.reuse { ",reuse" } else { "" })
+            }
+        }
+    }
+
+    /// The trainer configuration (SGD with momentum, constant rate, a run long enough to watch).
+    pub fn train_config(&self) -> Result<TrainConfig, String> {
+        Ok(TrainConfig {
+            model: self.model,
+            epochs: 1000,
+            batch: self.batch,
+            lr: self.lr,
+            schedule: Schedule::Constant,
+            opt: OptConfig::defaults(OptKind::Sgd),
+            seed: 0,
+            augment: false,
+            policy: self.policy()?,
+        })
+    }
+
+    /// `model=tiny&policy=fdsr&budget=4&lr=0.05&batch=32`.
+    pub fn to_query(&self) -> String {
+        let model = match self.model {
+            ModelName::Cnn => "cnn",
+            _ => "tiny",
+        };
+        format!(
+            "model={model}&policy={}&budget={}&lr={}&batch={}&reuse={}",
+            self.policy.as_str(),
+            self.budget,
+            self.lr,
+            self.batch,
+            u8::from(self.reuse)
+        )
+    }
+
+    /// Parses [`Self::to_query`]'s form (a leading `#` is ignored). Unknown keys and bad values
+    /// keep their defaults; each problem is named in the returned messages.
+    pub fn from_query(text: &str) -> (Settings, Vec<String>) {
+        let mut s = Settings::default();
+        let mut problems = Vec::new();
+        for pair in text.trim_start_matches('#').split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let ok = match key {
+                "model" => match value {
+                    "tiny" => Some(ModelName::Tiny),
+                    "cnn" => Some(ModelName::Cnn),
+                    _ => None,
+                }
+                .map(|m| s.model = m),
+                "policy" => PolicyKind::ALL.iter().find(|k| k.as_str() == value).map(|k| s.policy = *k),
+                "budget" => value.parse::<f32>().ok().filter(|b| BUDGET_RANGE.contains(b)).map(|b| s.budget = b),
+                "lr" => value.parse::<f32>().ok().filter(|v| v.is_finite() && *v > 0.0 && *v <= 1.0).map(|v| s.lr = v),
+                "batch" => value.parse::<usize>().ok().filter(|b| BATCHES.contains(b)).map(|b| s.batch = b),
+                "reuse" => match value {
+                    "0" => Some(false),
+                    "1" => Some(true),
+                    _ => None,
+                }
+                .map(|r| s.reuse = r),
+                _ => None,
+            };
+            if ok.is_none() {
+                problems.push(format!("ignored '{pair}' in the settings (kept the default)"));
+            }
+        }
+        (s, problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_round_trips() {
+        let s = Settings {
+            model: ModelName::Cnn,
+            policy: PolicyKind::Uniform,
+            budget: 2.0,
+            lr: 0.1,
+            batch: 64,
+            reuse: false,
+        };
+        let (back, problems) = Settings::from_query(&format!("#{}", s.to_query()));
+        assert_eq!(back, s);
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn bad_query_falls_back_with_messages() {
+        let (s, problems) = Settings::from_query("model=vgg&budget=99&lr=abc&batch=7&reuse=2&x");
+        assert_eq!(s, Settings::default());
+        assert_eq!(problems.len(), 6, "{problems:?}");
+    }
+
+    #[test]
+    fn policies_parse() {
+        for kind in PolicyKind::ALL {
+            let s = Settings { policy: kind, ..Settings::default() };
+            assert_eq!(s.policy().unwrap().is_some(), kind != PolicyKind::None);
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The visualizer on the GPU without a window: real training steps through the app's frames,
+//! and the panels' data (curves, bits per band, tile classes) filled from them.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use fdsr_demo::{data, App, Run, Settings};
+
+/// The training device, or `None` (with a message) without an adapter unless `REQUIRE_GPU=1`.
+fn gpu() -> Option<fdsr::GpuContext> {
+    match pollster::block_on(fdsr::GpuContext::new()) {
+        Ok(c) => Some(c),
+        Err(e) if std::env::var("REQUIRE_GPU").as_deref() == Ok("1") => panic!("REQUIRE_GPU=1 but {e}"),
+        Err(e) => {
+            eprintln!("skipped: no GPU adapter ({e})");
+            None
+        }
+    }
+}
+
+#[test]
+fn frames_train_and_fill_the_panels() {
+    let Some(ctx) = gpu() else { return };
+    let (settings, notices) = Settings::from_query("model=tiny&policy=fdsr&batch=16");
+    assert!(notices.is_empty(), "{notices:?}");
+    let run = Run::new(ctx, data::synthetic(64, 16), settings.clone());
+    let slot = Rc::new(RefCell::new(Some(Ok(run.clone()))));
+    let mut app = App::new(slot, settings, Vec::new());
+    let egui_ctx = egui::Context::default();
+    let mut shapes = 0;
+    for _ in 0..6 {
+        let mut out = egui_ctx.run_ui(egui::RawInput::default(), |ui| app.frame(ui));
+        shapes = out.shapes.len();
+        out.textures_delta.clear(); // no renderer here to apply them
+    }
+    let sh = run.shared.borrow();
+    assert!(sh.error.is_none(), "{:?}", sh.error);
+    let h = &sh.history;
+    assert!(h.steps.len() >= 5, "one step per frame: {} steps", h.steps.len());
+    assert!(h.loss().iter().all(|p| p[1].is_finite()));
+    let last = h.last().unwrap();
+    let conv2 = last.records.iter().find(|r| r.name == "layer2.conv.input").expect("records of the step");
+    assert_eq!(conv2.bits.len(), 4, "{conv2:?}");
+    assert!(conv2.classes.iter().sum::<u64>() > 0, "{conv2:?}");
+    assert!(shapes > 50, "the frame drew only {shapes} shapes");
+}
+
+#[test]
+fn a_bad_url_hash_falls_back_to_defaults_with_a_message() {
+    let (s, notices) = Settings::from_query("model=vgg&batch=zero");
+    assert_eq!(s.to_query(), Settings::from_query("").0.to_query());
+    assert_eq!(notices.len(), 2, "{notices:?}");
+}
