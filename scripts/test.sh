@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's test command (README "Tests"): format, lints on native and wasm32, all tests,
-# then the browser smoke test when web/ provides one.
+# then the browser tests when web/ provides them.
 #
 # GPU tests skip with a message when no adapter is found, unless REQUIRE_GPU=1 (CI sets it) turns
 # "no adapter" into a failure. On Debian, `apt-get install mesa-vulkan-drivers` gives the software
@@ -21,12 +21,15 @@ if ! grep -qx 'wasm32-unknown-unknown' <<<"$(rustup target list --installed 2>/d
   echo "the wasm32 target is missing: run 'rustup target add wasm32-unknown-unknown'" >&2
   exit 1
 fi
-cargo clippy --target wasm32-unknown-unknown -p fdsr -p fdsr-web --lib -- -D warnings
+cargo clippy --target wasm32-unknown-unknown -p fdsr -p fdsr-web -p fdsr-demo --lib -- -D warnings
 
 section "cargo test --workspace (REQUIRE_GPU=${REQUIRE_GPU:-0}; includes naga validation of every shader)"
 cargo test --workspace
 
-section "browser smoke test"
+section "native visualizer under Xvfb (demo/screenshot.sh)"
+bash demo/screenshot.sh
+
+section "browser tests (web/test.sh)"
 if [ -f web/test.sh ]; then
   bash web/test.sh
 else

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the browser bundle into web/pkg: plain cargo for wasm32 + the pinned wasm-bindgen CLI.
+# Builds the browser bundle into web/pkg (plain cargo for wasm32 + the pinned wasm-bindgen CLI)
+# and the visualizer's Fashion-MNIST subset into web/data (fetching the data set first if
+# needed; without it the page trains on synthetic images and says so).
 # (No wasm-opt: Debian's binaryen 108 output fails in the browser.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,3 +10,8 @@ cargo build -p fdsr-web --lib --target wasm32-unknown-unknown --profile "$profil
 dir="$profile"; [ "$profile" = dev ] && dir=debug
 wasm-bindgen --target web --out-dir web/pkg "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/fdsr_web.wasm"
 echo "built web/pkg ($(du -sh web/pkg | cut -f1))"
+if [ -f data/fashion-mnist/train-images.idx ] || cargo run -q --profile "$profile" --bin fdsr -- data fetch --dataset fashion-mnist; then
+  cargo run -q --profile "$profile" -p fdsr-demo -- --write-subset web/data
+else
+  echo "warning: Fashion-MNIST is not available; the visualizer will train on synthetic images" >&2
+fi

@@ -1,33 +1,13 @@
 // Browser smoke test: serves web/ on 127.0.0.1, opens it in headless Chromium with WebGPU, and
 // checks the result against the native run of the same seed (JSON file given as argv[2]).
-import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { root, serve, launch } from './harness.mjs';
 
-const root = path.dirname(fileURLToPath(import.meta.url));
 const native = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm' };
-const server = http.createServer((req, res) => {
-  const file = path.join(root, decodeURIComponent(new URL(req.url, 'http://x').pathname));
-  if (!file.startsWith(root) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
-    const index = path.join(root, 'index.html');
-    if (req.url === '/' || req.url.startsWith('/?')) { res.writeHead(200, { 'content-type': 'text/html' }); return res.end(fs.readFileSync(index)); }
-    res.writeHead(404); return res.end();
-  }
-  res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream' });
-  res.end(fs.readFileSync(file));
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const url = `http://127.0.0.1:${server.address().port}/?seed=${native.seed ?? 0}`;
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: ['--no-sandbox', '--enable-unsafe-webgpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--disable-quic',
-    '--enable-features=Vulkan', '--use-vulkan=swiftshader', '--use-angle=swiftshader'],
-  // playwright gives every launch a fresh temporary profile (--user-data-dir).
-});
+const { server, base } = await serve();
+const url = `${base}/?seed=${native.seed ?? 0}`;
+const browser = await launch();
 let failed = false;
 const fail = (msg) => { console.error('FAIL: ' + msg); failed = true; };
 try {

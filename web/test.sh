@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Browser smoke test: build the wasm bundle, run the same smoke compression natively, then in
-# headless Chromium on WebGPU, and compare (web/smoke.mjs). Needs chromium and web/node_modules.
+# Browser tests: build the wasm bundle; run the smoke compression natively, then in headless
+# Chromium on WebGPU, and compare (web/smoke.mjs); then train the visualizer 20 steps in the
+# page (web/demo.mjs). Needs chromium and web/node_modules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WEB_PROFILE="${WEB_PROFILE:-dev}" bash web/build.sh
+export WEB_PROFILE="${WEB_PROFILE:-dev}"
+bash web/build.sh
 native="$(mktemp)"
 cargo run -q --bin fdsr -- bench smoke --seed 0 >"$native"
 (cd web && node smoke.mjs "$native")
 rm -f "$native"
+(cd web && node demo.mjs)

@@ -62,17 +62,17 @@ impl App {
 
     fn controls(&mut self, ui: &mut egui::Ui, run: &Run) {
         ui.horizontal_wrapped(|ui| {
-            let label = if self.playing { "⏸ pause" } else { "▶ play" };
+            let label = if self.playing { "pause" } else { "play" };
             if ui.button(label).clicked() {
                 self.playing = !self.playing;
             }
-            if ui.button("⏭ step").clicked() {
+            if ui.button("step").clicked() {
                 self.playing = false;
                 if let Some(t) = run.step_task() {
                     platform::spawn(t);
                 }
             }
-            let reset = ui.button("⟲ reset").clicked();
+            let reset = ui.button("reset").clicked();
             ui.separator();
             egui::ComboBox::from_label("model")
                 .selected_text(if self.settings.model == ModelName::Cnn { "cnn" } else { "tiny" })
@@ -174,7 +174,7 @@ impl App {
         let run = match &*self.slot.borrow() {
             None => {
                 ui.label("starting the GPU device and loading data…");
-                ui.ctx().request_repaint();
+                ui.ctx().request_repaint_after(std::time::Duration::from_millis(200));
                 return;
             }
             Some(Err(e)) => {
@@ -183,15 +183,17 @@ impl App {
             }
             Some(Ok(run)) => run.clone(),
         };
+        run.shared.borrow_mut().repaint.get_or_insert_with(|| ui.ctx().clone());
         self.controls(ui, &run);
         self.header(ui, &run);
         ui.separator();
         self.panels(ui, &run);
+        // While playing, a finished step asks for the next frame (natively the step ends inside
+        // `spawn`, on the web later).
         if self.playing {
             if let Some(t) = run.step_task() {
                 platform::spawn(t);
             }
-            ui.ctx().request_repaint();
         }
         platform::publish(&Status::of(&run));
     }

@@ -11,6 +11,8 @@ pub mod platform;
 pub mod run;
 pub mod settings;
 pub mod status;
+#[cfg(target_arch = "wasm32")]
+pub mod web;
 
 pub use app::{App, RunSlot};
 pub use run::{Data, Run};

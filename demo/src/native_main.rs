@@ -11,10 +11,18 @@ struct Args {
     data: PathBuf,
     settings: String,
     bench_steps: Option<u64>,
+    write_subset: Option<PathBuf>,
+    status_file: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args, String> {
-    let mut a = Args { data: PathBuf::from("data/fashion-mnist"), settings: String::new(), bench_steps: None };
+    let mut a = Args {
+        data: PathBuf::from("data/fashion-mnist"),
+        settings: String::new(),
+        bench_steps: None,
+        write_subset: None,
+        status_file: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -25,8 +33,10 @@ fn parse() -> Result<Args, String> {
                 let v = value()?;
                 a.bench_steps = Some(v.parse().map_err(|_| format!("--bench-steps {v}: not a number"))?);
             }
+            "--write-subset" => a.write_subset = Some(PathBuf::from(value()?)),
+            "--status-file" => a.status_file = Some(PathBuf::from(value()?)),
             "-h" | "--help" => {
-                return Err("usage: fdsr-demo [--data DIR] [--settings model=tiny&policy=fdsr&budget=4&lr=0.05&batch=32&reuse=1] [--bench-steps N]".into())
+                return Err("usage: fdsr-demo [--data DIR] [--settings model=tiny&policy=fdsr&budget=4&lr=0.05&batch=32&reuse=1] [--bench-steps N] [--write-subset DIR] [--status-file PATH]".into())
             }
             other => return Err(format!("unknown argument '{other}' (try --help)")),
         }
@@ -54,6 +64,12 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(path) = args.status_file.clone() {
+        fdsr_demo::platform::set_status_file(path);
+    }
+    if let Some(dir) = &args.write_subset {
+        return write_subset(&data, dir);
+    }
     let ctx = match pollster::block_on(fdsr::GpuContext::new()) {
         Ok(c) => c,
         Err(e) => {
@@ -65,6 +81,21 @@ pub fn main() -> ExitCode {
     match args.bench_steps {
         Some(n) => bench(&run, n),
         None => window(run, settings, notices),
+    }
+}
+
+/// Writes the run's subset as IDX files into `dir` (the browser bundle's `data/`).
+fn write_subset(data: &fdsr_demo::Data, dir: &std::path::Path) -> ExitCode {
+    use fdsr::data::Split;
+    match data.train.save(dir, Split::Train).and_then(|()| data.test.save(dir, Split::Test)) {
+        Ok(()) => {
+            println!("wrote {} + {} images to {}", data.train.len(), data.test.len(), dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

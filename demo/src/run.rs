@@ -46,6 +46,18 @@ pub struct Shared {
     pub step_seconds: f64,
     /// The block inspector's last read activation.
     pub inspect: Option<Result<Activation, String>>,
+    /// The UI to repaint when a task ends (set by the app's frames; the next frame follows a
+    /// finished step instead of repainting all the time, which on a software GPU would take
+    /// the GPU from training).
+    pub repaint: Option<egui::Context>,
+}
+
+impl Shared {
+    fn request_repaint(&self) {
+        if let Some(ctx) = &self.repaint {
+            ctx.request_repaint();
+        }
+    }
 }
 
 /// Handle to the run: the device, the data and the shared state.
@@ -72,6 +84,7 @@ impl Run {
             first_step_s: None,
             step_seconds: 0.0,
             inspect: None,
+            repaint: None,
         };
         let run = Run { ctx: Rc::new(ctx), data: Rc::new(data), shared: Rc::new(RefCell::new(shared)) };
         run.reset(settings);
@@ -155,6 +168,7 @@ impl Run {
         }
         sh.session = Some(session);
         sh.busy = false;
+        sh.request_repaint();
     }
 
     /// Marks the session as busy and returns the task that reads layer `layer`'s output for
@@ -174,6 +188,7 @@ impl Run {
             sh.inspect = Some(out);
             sh.session = Some(session);
             sh.busy = false;
+            sh.request_repaint();
         })
     }
 

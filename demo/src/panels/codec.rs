@@ -46,7 +46,7 @@ pub fn bits(ui: &mut egui::Ui, h: &History) {
         let v = cells.get(r).and_then(|row| row.get(c)).copied().flatten();
         format!("{} at step {step}: {} bits", labels[r], v.map_or("-".into(), |v| format!("{}", (v * 8.0).round())))
     };
-    ui.label("bits per band (colour 0 → 8 bits), steps left to right");
+    ui.label("bits per band (colour: 0 to 8 bits), steps left to right");
     heat::show(ui, &labels, &cells, cell, &tip);
 }
 

@@ -3,7 +3,9 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod native;
 #[cfg(not(target_arch = "wasm32"))]
-pub use native::{publish, spawn};
+pub use native::{publish, set_status_file, spawn};
 
 #[cfg(target_arch = "wasm32")]
-compile_error!("the browser build of the visualizer (spawn_local, the page's status) is not written yet");
+mod web;
+#[cfg(target_arch = "wasm32")]
+pub use web::{publish, spawn};

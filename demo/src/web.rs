@@ -1,0 +1,88 @@
+//! The browser entry: the app on a canvas at once, then the WebGPU training device and the
+//! Fashion-MNIST subset from the bundle's static files (`data/`), with the settings in the URL
+//! hash (read at start, written on every reset).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+use crate::{data, App, Run, RunSlot, Settings};
+
+/// The bundle's subset files, in [`data::from_idx`]'s order.
+const FILES: [&str; 4] =
+    ["data/train-images.idx", "data/train-labels.idx", "data/test-images.idx", "data/test-labels.idx"];
+
+thread_local! {
+    /// The page's runner, kept for the page's lifetime.
+    static RUNNER: RefCell<Option<eframe::WebRunner>> = const { RefCell::new(None) };
+}
+
+fn js_err(e: JsValue) -> String {
+    e.as_string().unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// Starts the visualizer on the canvas with id `canvas_id`.
+pub async fn start(canvas_id: &str) -> Result<(), JsValue> {
+    // eframe's and wgpu's warnings go to the browser console (a second start keeps the first).
+    let _ = eframe::WebLogger::init(log::LevelFilter::Info);
+    let window = web_sys::window().ok_or("no window")?;
+    let canvas = window
+        .document()
+        .and_then(|d| d.get_element_by_id(canvas_id))
+        .ok_or_else(|| format!("no element with id '{canvas_id}'"))?
+        .dyn_into::<web_sys::HtmlCanvasElement>()
+        .map_err(|_| format!("'{canvas_id}' is not a canvas"))?;
+    let hash = window.location().hash().unwrap_or_default();
+    let (settings, notices) = Settings::from_query(hash.trim_start_matches('#'));
+    let slot: RunSlot = Rc::new(RefCell::new(None));
+    let app = App::new(slot.clone(), settings.clone(), notices).on_settings(|s| {
+        if let Some(w) = web_sys::window() {
+            // A page that refuses a new hash keeps the old one; the run is not affected.
+            let _ = w.location().set_hash(&s.to_query());
+        }
+    });
+    let runner = eframe::WebRunner::new();
+    runner.start(canvas, eframe::WebOptions::default(), Box::new(|_cc| Ok(Box::new(app)))).await?;
+    RUNNER.with(|r| *r.borrow_mut() = Some(runner));
+    wasm_bindgen_futures::spawn_local(async move {
+        let made = make_run(settings).await;
+        *slot.borrow_mut() = Some(made);
+    });
+    Ok(())
+}
+
+/// The training device and the data (synthetic images, named as such, when the bundle has none).
+async fn make_run(settings: Settings) -> Result<Run, String> {
+    let ctx = fdsr::GpuContext::new().await.map_err(|e| format!("no WebGPU training device: {e}"))?;
+    let data = match fetch_subset().await {
+        Ok(d) => d,
+        Err(e) => {
+            let mut d = data::synthetic(data::TRAIN, data::TEST);
+            d.source = format!("synthetic images ({e}; `bash web/build.sh` writes the subset)");
+            d
+        }
+    };
+    Ok(Run::new(ctx, data, settings))
+}
+
+async fn fetch_subset() -> Result<crate::Data, String> {
+    let mut files = Vec::with_capacity(FILES.len());
+    for url in FILES {
+        files.push(fetch(url).await?);
+    }
+    let source = format!("Fashion-MNIST subset, {} + {} images", data::TRAIN, data::TEST);
+    data::from_idx([&files[0], &files[1], &files[2], &files[3]], &source).map_err(|e| e.to_string())
+}
+
+async fn fetch(url: &str) -> Result<Vec<u8>, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let resp: web_sys::Response =
+        JsFuture::from(window.fetch_with_str(url)).await.map_err(js_err)?.dyn_into().map_err(js_err)?;
+    if !resp.ok() {
+        return Err(format!("{url}: HTTP {}", resp.status()));
+    }
+    let buf = JsFuture::from(resp.array_buffer().map_err(js_err)?).await.map_err(js_err)?;
+    Ok(js_sys::Uint8Array::new(&buf).to_vec())
+}

@@ -1,0 +1,44 @@
+// Browser test of the visualizer: opens web/demo.html in headless Chromium on WebGPU, lets it
+// train at least 20 steps (one per frame), checks that the loss fell and the panels have data
+// (window.fdsrDemo, published every frame), saves web/demo.png and prints the timings.
+import path from 'node:path';
+import { root, serve, launch } from './harness.mjs';
+
+const { server, base } = await serve();
+const browser = await launch();
+let failed = false;
+const fail = (msg) => { console.error('FAIL: ' + msg); failed = true; };
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  page.on('console', (m) => console.log('[page]', m.text()));
+  const t0 = Date.now();
+  // SwiftShader is slow (seconds per step): the test says how far it is each minute and gives
+  // a hung page up after 40 minutes.
+  await page.goto(`${base}/demo.html#model=tiny&policy=fdsr&budget=2&batch=8`);
+  const done = () => window.fdsrDemoError || (window.fdsrDemo && (window.fdsrDemo.error || window.fdsrDemo.steps >= 20));
+  for (let waited = 0; !(await page.evaluate(done)); waited += 5) {
+    if (waited >= 2400) throw new Error(`only ${await page.evaluate(() => window.fdsrDemo?.steps ?? 0)} steps after 40 minutes`);
+    if (waited % 60 === 0) console.log(`${waited} s: ${await page.evaluate(() => window.fdsrDemo?.steps ?? 0)} steps`);
+    await new Promise((r) => setTimeout(r, 5000));
+  }
+  const pageError = await page.evaluate(() => window.fdsrDemoError);
+  if (pageError) throw new Error('page reported: ' + pageError);
+  const s = await page.evaluate(() => window.fdsrDemo);
+  const wall = (Date.now() - t0) / 1000;
+  await page.screenshot({ path: path.join(root, 'demo.png') });
+  console.log(`browser demo: ${s.adapter}; ${s.steps} steps; loss ${s.loss_head.toFixed(4)} (first 5) -> ` +
+    `${s.loss_tail.toFixed(4)} (last 5); first trained step ${s.first_step_s.toFixed(2)} s after the run was made; ` +
+    `${s.steps_per_s.toFixed(2)} steps/s (step time); ${wall.toFixed(1)} s from page load to step ${s.steps}; ` +
+    `saved ${s.fp32_bytes} -> ${s.stored_bytes} bytes`);
+  if (s.error) fail('the run reported: ' + s.error);
+  if (!(s.loss_tail < s.loss_head)) fail(`the loss did not fall (${s.loss_head} -> ${s.loss_tail})`);
+  if (!(s.records > 0 && s.bit_rows > 0 && s.class_rows > 0)) fail(`panels without data: ${JSON.stringify(s)}`);
+  if (!(s.stored_bytes > 0 && s.stored_bytes < s.fp32_bytes)) fail('saved activations were not compressed');
+} catch (e) {
+  fail(String(e));
+} finally {
+  await browser.close();
+  server.close();
+}
+if (failed) process.exit(1);
+console.log('1 passed, 0 failed');
