@@ -43,6 +43,14 @@ fn frames_train_and_fill_the_panels() {
     assert_eq!(conv2.bits.len(), 4, "{conv2:?}");
     assert!(conv2.classes.iter().sum::<u64>() > 0, "{conv2:?}");
     assert!(shapes > 50, "the frame drew only {shapes} shapes");
+    drop(sh);
+    // The block inspector reads the first layer's output on the test images.
+    pollster::block_on(run.inspect_task(0).expect("no step is running"));
+    let sh = run.shared.borrow();
+    let a = sh.inspect.as_ref().expect("inspected").as_ref().expect("an activation map");
+    assert_eq!((a.layer, a.shape[0]), (0, fdsr_demo::panels::inspector::IMAGES));
+    assert_eq!(a.data.len(), a.shape.iter().product::<usize>());
+    assert!(a.data.iter().all(|v| v.is_finite()) && a.data.iter().any(|&v| v != 0.0));
 }
 
 #[test]
