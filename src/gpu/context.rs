@@ -73,7 +73,9 @@ impl GpuContext {
 
     /// Adapter name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
     pub fn adapter_description(&self) -> String {
-        format!("{} ({:?})", self.info.name, self.info.backend)
+        // Browsers may hide the adapter's name.
+        let name = if self.info.name.is_empty() { "unnamed adapter" } else { &self.info.name };
+        format!("{name} ({:?})", self.info.backend)
     }
 
     /// Largest storage binding used per dispatch; larger tensors are processed in chunks.
