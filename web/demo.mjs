@@ -2,15 +2,9 @@
 // train at least 20 steps (one per frame), checks that the loss fell and the panels have data
 // (window.fdsrDemo, published every frame), saves web/demo.png and prints the timings.
 import path from 'node:path';
-import { root, serve, launch } from './harness.mjs';
+import { root, browserTest } from './harness.mjs';
 
-const { server, base } = await serve();
-const browser = await launch();
-let failed = false;
-const fail = (msg) => { console.error('FAIL: ' + msg); failed = true; };
-try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-  page.on('console', (m) => console.log('[page]', m.text()));
+await browserTest(async ({ page, base, fail }) => {
   const t0 = Date.now();
   // SwiftShader is slow (seconds per step): the test says how far it is each minute and gives
   // a hung page up after 40 minutes.
@@ -34,11 +28,4 @@ try {
   if (!(s.loss_tail < s.loss_head)) fail(`the loss did not fall (${s.loss_head} -> ${s.loss_tail})`);
   if (!(s.records > 0 && s.bit_rows > 0 && s.class_rows > 0)) fail(`panels without data: ${JSON.stringify(s)}`);
   if (!(s.stored_bytes > 0 && s.stored_bytes < s.fp32_bytes)) fail('saved activations were not compressed');
-} catch (e) {
-  fail(String(e));
-} finally {
-  await browser.close();
-  server.close();
-}
-if (failed) process.exit(1);
-console.log('1 passed, 0 failed');
+});

@@ -37,6 +37,27 @@ export async function launch() {
   });
 }
 
+/// Runs one browser test: `body({ page, base, fail })` on a fresh page of the served web/;
+/// `fail(msg)` records a failure, a thrown error is one. Exits 1 on any failure.
+export async function browserTest(body) {
+  const { server, base } = await serve();
+  const browser = await launch();
+  let failed = false;
+  const fail = (msg) => { console.error('FAIL: ' + msg); failed = true; };
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    page.on('console', (m) => console.log('[page]', m.text()));
+    await body({ page, base, fail });
+  } catch (e) {
+    fail(String(e));
+  } finally {
+    await browser.close();
+    server.close();
+  }
+  if (failed) process.exit(1);
+  console.log('1 passed, 0 failed');
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { base } = await serve(Number(process.argv[2] ?? 8080));
   console.log(`visualizer: ${base}/demo.html   (settings in the hash, e.g. ${base}/demo.html#model=tiny&policy=fdsr&budget=2)`);

@@ -2,17 +2,11 @@
 // checks the result against the native run of the same seed (JSON file given as argv[2]).
 import fs from 'node:fs';
 import path from 'node:path';
-import { root, serve, launch } from './harness.mjs';
+import { root, browserTest } from './harness.mjs';
 
 const native = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-const { server, base } = await serve();
-const url = `${base}/?seed=${native.seed ?? 0}`;
-const browser = await launch();
-let failed = false;
-const fail = (msg) => { console.error('FAIL: ' + msg); failed = true; };
-try {
-  const page = await browser.newPage();
-  page.on('console', (m) => console.log('[page]', m.text()));
+await browserTest(async ({ page, base, fail }) => {
+  const url = `${base}/?seed=${native.seed ?? 0}`;
   await page.goto(url);
   await page.waitForFunction(() => window.fdsrResult || window.fdsrError, null, { timeout: 300000 });
   const err = await page.evaluate(() => window.fdsrError);
@@ -32,11 +26,4 @@ try {
   const bound = web.rel_l2 + native.rel_l2;
   console.log(`browser vs native decoded: relative L2 difference ${rel.toExponential(3)} (bound ${bound.toExponential(3)})`);
   if (!(rel <= bound)) fail('decoded tensors differ by more than the error bound');
-} catch (e) {
-  fail(String(e));
-} finally {
-  await browser.close();
-  server.close();
-}
-if (failed) process.exit(1);
-console.log('1 passed, 0 failed');
+});
