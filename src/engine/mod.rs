@@ -11,6 +11,7 @@ pub mod model;
 pub mod ops;
 pub mod optim;
 pub mod param;
+pub mod precision;
 pub mod saved;
 pub mod session;
 pub mod tensor;

@@ -1,0 +1,91 @@
+//! BitOPs: multiply-accumulates weighted by the bits of their two operands, normalized to
+//! 32×32 (one fp32 MAC = 1). Forward: MACs × act bits × weight bits. Backward: the input
+//! gradient (not for the first conv) MACs × grad bits × weight bits, and the weight gradient
+//! MACs × grad bits × act bits. Full-precision layers count 32 bits per operand.
+
+use super::dpc;
+use super::geometry::ComputeLayer;
+use super::policy::Precision;
+
+/// Forward and backward bits of each layer under `p`, with PFQ at `stage`.
+pub fn layer_bits(p: &Precision, layers: &[ComputeLayer], stage: usize) -> Vec<(u8, u8)> {
+    let full_ends = match p {
+        Precision::Static { full_ends, .. } | Precision::Pfq { full_ends, .. } | Precision::Dpc { full_ends, .. } => {
+            *full_ends
+        }
+    };
+    let n = layers.len();
+    let quantized: Vec<bool> = (0..n).map(|i| !(full_ends && (layers[i].first || i == n - 1))).collect();
+    let uniform =
+        |fw: u8, bw: u8| -> Vec<(u8, u8)> { quantized.iter().map(|&q| if q { (fw, bw) } else { (32, 32) }).collect() };
+    match p {
+        Precision::Static { fw, bw, .. } => uniform(*fw, *bw),
+        Precision::Pfq { pfq, .. } => {
+            let s = stage.min(pfq.fw.len() - 1);
+            uniform(pfq.fw[s], pfq.bw[s])
+        }
+        Precision::Dpc { fw, bw, .. } => {
+            dpc::bits(layers, &quantized, *fw).into_iter().zip(dpc::bits(layers, &quantized, *bw)).collect()
+        }
+    }
+}
+
+/// BitOPs of one training step per image (forward and backward) with these bits.
+pub fn step_bitops(layers: &[ComputeLayer], bits: &[(u8, u8)]) -> f64 {
+    layers
+        .iter()
+        .zip(bits)
+        .map(|(l, &(fw, bw))| {
+            let (a, w, g) = (f64::from(fw), f64::from(fw), f64::from(bw));
+            let input_grad = if l.first { 0.0 } else { g * w };
+            l.macs as f64 * (a * w + input_grad + g * a) / 1024.0
+        })
+        .sum()
+}
+
+/// BitOPs per image over a run that spends `steps[s]` steps in PFQ stage `s` (one entry for
+/// policies without stages).
+pub fn run_bitops(p: &Precision, layers: &[ComputeLayer], steps: &[u64]) -> f64 {
+    steps.iter().enumerate().map(|(s, &n)| n as f64 * step_bitops(layers, &layer_bits(p, layers, s))).sum()
+}
+
+/// Fraction of BitOPs `p` saves against `baseline` over the same number of steps.
+pub fn savings(p: &Precision, baseline: &Precision, layers: &[ComputeLayer], steps: &[u64]) -> f64 {
+    let total: u64 = steps.iter().sum();
+    1.0 - run_bitops(p, layers, steps) / run_bitops(baseline, layers, &[total])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::model::ModelName;
+    use crate::engine::precision::geometry::layers;
+
+    fn prec(s: &str) -> Precision {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn fp32_counts_macs_three_times_less_the_first_input_gradient() {
+        let l = layers(ModelName::Tiny);
+        let fp = vec![(32, 32); l.len()];
+        let macs: u64 = l.iter().map(|c| c.macs).sum();
+        assert_eq!(step_bitops(&l, &fp), (3 * macs - l[0].macs) as f64);
+        let half = vec![(16, 16); l.len()];
+        assert_eq!(step_bitops(&l, &half) * 4.0, step_bitops(&l, &fp));
+    }
+
+    #[test]
+    fn resnet20_savings_against_static_8_16() {
+        let l = layers(ModelName::Resnet20);
+        let base = prec("static:fw=8,bw=16");
+        assert!(savings(&base, &base, &l, &[100]).abs() < 1e-12);
+        // Equal time in the four PFQ stages.
+        let pfq = savings(&prec("fractrain-pfq"), &base, &l, &[25, 25, 25, 25]);
+        assert!(pfq > 0.5, "pfq saves {pfq}");
+        let dpc = savings(&prec("dpc"), &base, &l, &[100]);
+        assert!(dpc > 0.16, "dpc saves {dpc}");
+        // A run that never leaves the last stage (8/8) saves less than the whole schedule.
+        assert!(savings(&prec("fractrain-pfq"), &base, &l, &[0, 0, 0, 100]) < pfq);
+    }
+}
