@@ -259,7 +259,11 @@ fn is_flag(piece: &str) -> bool {
 pub fn split_policies(s: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for piece in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let continues = piece.chars().all(|c| c.is_ascii_digit()) || is_flag(piece);
+        // A number (`8,4,3,2`, `fw=3,4,6,8`), a flag (`mask`, `reuse=...`), or a bare
+        // `key=value` (as in `static:fw=8,bw=16`) continues the entry before it.
+        let continues = piece.starts_with(|c: char| c.is_ascii_digit())
+            || is_flag(piece)
+            || (piece.contains('=') && !piece.contains(':'));
         match out.last_mut() {
             Some(last) if continues => {
                 last.push(',');

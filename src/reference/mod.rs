@@ -16,6 +16,7 @@
 pub mod conv;
 pub mod dct;
 pub mod division;
+pub mod fakequant;
 pub mod fdsr;
 pub mod nn;
 pub mod nn_train;

@@ -85,6 +85,7 @@ mod tests {
         assert!(pfq > 0.5, "pfq saves {pfq}");
         let dpc = savings(&prec("dpc"), &base, &l, &[100]);
         assert!(dpc > 0.16, "dpc saves {dpc}");
+        eprintln!("resnet20 savings against static:fw=8,bw=16: pfq (equal stages) {pfq:.4}, dpc {dpc:.4}");
         // A run that never leaves the last stage (8/8) saves less than the whole schedule.
         assert!(savings(&prec("fractrain-pfq"), &base, &l, &[0, 0, 0, 100]) < pfq);
     }
