@@ -35,6 +35,7 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("ops_bn", include_str!("../shaders/ops_bn.wgsl"), false, "urrrwwwww"),
     shader("ops_loss", include_str!("../shaders/ops_loss.wgsl"), false, "urrwww"),
     shader("ops_optim", include_str!("../shaders/ops_optim.wgsl"), false, "uwrww"),
+    shader("fakequant", include_str!("../shaders/fakequant.wgsl"), false, "urww"),
 ];
 
 /// Names of every registered shader.

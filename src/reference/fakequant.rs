@@ -17,7 +17,7 @@ pub fn fake_quant(x: &mut [f32], bits: u32, rng: Option<(u32, u32)>) {
     let mn = x.iter().copied().fold(f32::INFINITY, f32::min);
     let mx = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let range = mx - mn;
-    if !(range > 0.0) {
+    if range.is_nan() || range <= 0.0 {
         return;
     }
     let levels = ((1u32 << bits) - 1) as f32;
