@@ -1,5 +1,6 @@
 //! Checkpoints: every parameter, buffer and optimizer state tensor plus the step, as safetensors
-//! (`fdsr-checkpoint` metadata), and their restoration with checks of model and configuration.
+//! (`fdsr-checkpoint` metadata) with the controller's and the precision policy's state, and their
+//! restoration with checks of model and configuration.
 
 use super::trainer::{TrainConfig, Trainer};
 use crate::error::{FdsrError, Result};
@@ -55,6 +56,10 @@ pub async fn save(ctx: &GpuContext, t: &Trainer, extra: &[(&str, String)]) -> Re
     if let Some(c) = &t.controller {
         metadata.push(("controller".to_string(), c.state()));
     }
+    if let Some(p) = &t.precision.policy {
+        metadata.push(("precision".to_string(), p.to_string()));
+    }
+    metadata.push(("precision_state".to_string(), t.precision.state()));
     metadata.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
     Ok(SafeTensors { tensors, metadata })
 }
@@ -120,9 +125,24 @@ pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()
             )))
         }
     };
+    let ours = t.precision.policy.as_ref().map(|p| p.to_string());
+    if st.meta("precision") != ours.as_deref() {
+        return Err(FdsrError::InvalidConfig(format!(
+            "the checkpoint's precision policy ({}) differs from this run's ({})",
+            st.meta("precision").unwrap_or("none"),
+            ours.as_deref().unwrap_or("none")
+        )));
+    }
+    let mut precision = t.precision.clone();
+    if let Some(state) = st.meta("precision_state") {
+        precision.restore(state)?;
+    } else if precision.policy.is_some() {
+        return Err(FdsrError::Corrupt("checkpoint has no 'precision_state' metadata".into()));
+    }
     for (target, v) in writes {
         target.write(ctx, &v)?;
     }
+    t.precision = precision;
     t.step = step;
     t.opt.steps = opt_steps;
     if let Some(c) = controller {

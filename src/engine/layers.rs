@@ -4,6 +4,8 @@
 use super::gemm::{self, ConvGeom};
 use super::ops;
 use super::param::{Init, Param};
+use super::precision::QuantPlan;
+use super::quantized;
 use super::saved::{Kind, SavedActivations};
 use super::tensor::Tensor;
 use crate::data::synthetic::SplitMix64;
@@ -20,6 +22,8 @@ pub struct Pass<'a> {
     pub saved: &'a mut SavedActivations,
     /// Training (batch statistics, save for backward) or evaluation.
     pub train: bool,
+    /// Quantized-compute simulation of this step (`None`: full precision).
+    pub quant: Option<&'a QuantPlan>,
 }
 
 /// A layer of a model.
@@ -64,6 +68,8 @@ pub struct Conv2d {
     pad: usize,
     input_grad: bool,
     geom: Option<ConvGeom>,
+    /// The quantized weight of the last training forward (its backward uses it).
+    wq: Option<Tensor>,
 }
 
 impl Conv2d {
@@ -81,14 +87,17 @@ impl Conv2d {
     ) -> Result<Self> {
         let init = Init::KaimingNormal { fan_in: cin * k * k };
         let weight = Param::trainable(b.ctx, format!("{name}.weight"), &[cout, cin, k, k], init, true, &mut b.rng)?;
-        Ok(Conv2d { id: b.id(), name: name.to_string(), weight, stride, pad, input_grad, geom: None })
+        Ok(Conv2d { id: b.id(), name: name.to_string(), weight, stride, pad, input_grad, geom: None, wq: None })
     }
 }
 
 impl Layer for Conv2d {
     fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
-        let y = gemm::conv2d_forward(p.ctx, p.enc, &x, &self.weight.value, None, self.stride, self.pad)?;
+        let (x, wq) = quantized::forward_operands(p, &self.name, x, &self.weight.value)?;
+        let w = wq.as_ref().unwrap_or(&self.weight.value);
+        let y = gemm::conv2d_forward(p.ctx, p.enc, &x, w, None, self.stride, self.pad)?;
         if p.train {
+            self.wq = wq;
             self.geom = Some(ConvGeom::of(x.shape(), self.weight.value.shape(), self.stride, self.pad)?);
             p.saved.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense);
         }
@@ -97,12 +106,14 @@ impl Layer for Conv2d {
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
         let g = self.geom.ok_or_else(|| no_forward(&self.weight.name))?;
         let x = p.saved.load(self.id, 0)?;
+        let dy = quantized::output_grad(p, &self.name, dy)?;
         gemm::conv2d_backward_weight(p.ctx, p.enc, &g, &dy, &x, self.weight.grad()?)?;
         drop(x);
         if !self.input_grad {
             return Ok(None);
         }
-        Ok(Some(gemm::conv2d_backward_data(p.ctx, p.enc, &g, &dy, &self.weight.value)?))
+        let w = self.wq.as_ref().unwrap_or(&self.weight.value);
+        Ok(Some(gemm::conv2d_backward_data(p.ctx, p.enc, &g, &dy, w)?))
     }
     fn visit(&self, f: &mut dyn FnMut(&Param)) {
         f(&self.weight);
@@ -125,6 +136,8 @@ pub struct Linear {
     /// A never-recycled buffer of ones for the bias gradient (written once, so no upload can
     /// race with recorded work) and its length.
     ones: Option<(wgpu::Buffer, usize)>,
+    /// The quantized weight of the last training forward (its backward uses it).
+    wq: Option<Tensor>,
 }
 
 impl Linear {
@@ -133,20 +146,24 @@ impl Linear {
         let init = Init::Uniform { fan_in: inputs };
         let weight = Param::trainable(b.ctx, format!("{name}.weight"), &[outputs, inputs], init, true, &mut b.rng)?;
         let bias = Param::trainable(b.ctx, format!("{name}.bias"), &[outputs], init, false, &mut b.rng)?;
-        Ok(Linear { id: b.id(), name: name.to_string(), weight, bias, ones: None })
+        Ok(Linear { id: b.id(), name: name.to_string(), weight, bias, ones: None, wq: None })
     }
 }
 
 impl Layer for Linear {
     fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
-        let y = gemm::linear_forward(p.ctx, p.enc, &x, &self.weight.value, Some(&self.bias.value))?;
+        let (x, wq) = quantized::forward_operands(p, &self.name, x, &self.weight.value)?;
+        let w = wq.as_ref().unwrap_or(&self.weight.value);
+        let y = gemm::linear_forward(p.ctx, p.enc, &x, w, Some(&self.bias.value))?;
         if p.train {
+            self.wq = wq;
             p.saved.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense);
         }
         Ok(y)
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
         let x = p.saved.load(self.id, 0)?;
+        let dy = quantized::output_grad(p, &self.name, dy)?;
         gemm::linear_backward_weight(p.ctx, p.enc, &dy, &x, self.weight.grad()?)?;
         let rows = dy.shape()[0];
         if self.ones.as_ref().is_none_or(|o| o.1 < rows) {
@@ -156,7 +173,8 @@ impl Layer for Linear {
         }
         let (ones, len) = self.ones.as_ref().ok_or_else(|| no_forward(&self.bias.name))?;
         gemm::column_sums(p.ctx, p.enc, &dy, (ones, *len), self.bias.grad()?)?;
-        Ok(Some(gemm::linear_backward_data(p.ctx, p.enc, &dy, &self.weight.value)?))
+        let w = self.wq.as_ref().unwrap_or(&self.weight.value);
+        Ok(Some(gemm::linear_backward_data(p.ctx, p.enc, &dy, w)?))
     }
     fn visit(&self, f: &mut dyn FnMut(&Param)) {
         f(&self.weight);

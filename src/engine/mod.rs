@@ -12,6 +12,7 @@ pub mod ops;
 pub mod optim;
 pub mod param;
 pub mod precision;
+pub mod quantized;
 pub mod saved;
 pub mod session;
 pub mod tensor;

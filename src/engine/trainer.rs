@@ -7,6 +7,7 @@ use super::layers::Pass;
 use super::model::{Model, ModelName};
 use super::ops;
 use super::optim::{OptConfig, Optimizer, Schedule};
+use super::precision::{Precision, PrecisionRun};
 use super::saved::SavedActivations;
 use super::tensor::Tensor;
 use crate::codec::config::Policy;
@@ -94,6 +95,8 @@ pub struct Trainer {
     pub saved: SavedActivations,
     /// The budget controller (`fdsr` under a budget), probing every few steps.
     pub controller: Option<Controller>,
+    /// The precision policy of conv and linear compute and its BitOPs count.
+    pub precision: PrecisionRun,
     /// Training steps taken (global, across epochs).
     pub step: u64,
     sums: Tensor,
@@ -115,7 +118,19 @@ impl Trainer {
         let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
         let saved = SavedActivations::with_policy(config.policy.clone())?;
         let controller = Controller::for_policy(config.policy.as_ref(), ControllerConfig::default())?;
-        Ok(Trainer { config, model, opt, saved, controller, step: 0, sums, summed_images: 0, summed_steps: 0 })
+        let precision = PrecisionRun::new(config.model, None);
+        Ok(Trainer {
+            config,
+            model,
+            opt,
+            saved,
+            controller,
+            precision,
+            step: 0,
+            sums,
+            summed_images: 0,
+            summed_steps: 0,
+        })
     }
 
     /// Replaces the budget controller's configuration (`None` turns it off); only an `fdsr`
@@ -127,6 +142,18 @@ impl Trainer {
         };
         self.saved.set_budgets(Default::default());
         Ok(())
+    }
+
+    /// Sets the precision policy of conv and linear compute (`None`: fp32), restarting its
+    /// schedule and BitOPs count; call before the first step (or before restoring a checkpoint).
+    pub fn set_precision(&mut self, policy: Option<Precision>) {
+        self.precision = PrecisionRun::new(self.config.model, policy);
+    }
+
+    /// Feeds an evaluation loss to the precision schedule (the PFQ plateau rule); returns whether
+    /// the stage advanced.
+    pub fn observe_loss(&mut self, loss: f64) -> bool {
+        self.precision.observe(loss)
     }
 
     /// Learning rate of the next step, given `steps_per_epoch`.
@@ -148,14 +175,18 @@ impl Trainer {
         self.model.check_input(&x)?;
         let probe = self.controller.as_ref().is_some_and(|c| c.due(self.step));
         self.saved.begin_step((self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9), probe);
+        let plan = self.precision.plan(self.config.seed as u32, self.step);
+        let quant = plan.as_ref();
         let layers = self.model.layer_count();
         let mut marks = Vec::with_capacity(layers);
         let mut h = x;
         for i in 0..layers {
             marks.push(self.saved.mark());
             let (model, saved) = (&mut self.model, &mut self.saved);
-            h = record(ctx, "forward", |enc| model.forward_layer(i, &mut Pass { ctx, enc, saved, train: true }, h))
-                .await?;
+            h = record(ctx, "forward", |enc| {
+                model.forward_layer(i, &mut Pass { ctx, enc, saved, train: true, quant }, h)
+            })
+            .await?;
             self.saved.flush(ctx).await?;
         }
         let sums = &self.sums;
@@ -165,12 +196,14 @@ impl Trainer {
             ops::cross_entropy_backward(ctx, enc, &out.probs, &y)
         })
         .await?;
-        let exact = if probe { Some(self.exact_gradients(ctx, d.clone()).await?) } else { None };
+        let exact = if probe { Some(self.exact_gradients(ctx, d.clone(), quant).await?) } else { None };
         for i in (0..layers).rev() {
             self.saved.restore_since(ctx, marks[i]).await?;
             let (model, saved) = (&mut self.model, &mut self.saved);
-            match record(ctx, "backward", |enc| model.backward_layer(i, &mut Pass { ctx, enc, saved, train: true }, d))
-                .await?
+            match record(ctx, "backward", |enc| {
+                model.backward_layer(i, &mut Pass { ctx, enc, saved, train: true, quant }, d)
+            })
+            .await?
             {
                 Some(g) => d = g,
                 None => break,
@@ -188,6 +221,7 @@ impl Trainer {
         let (model, opt) = (&mut self.model, &mut self.opt);
         record(ctx, "update", |enc| opt.step(ctx, enc, model, lr)).await?;
         self.saved.clear();
+        self.precision.count_step(n);
         self.step += 1;
         self.summed_images += n as u64;
         self.summed_steps += 1;
@@ -196,14 +230,19 @@ impl Trainer {
 
     /// The probe's first backward: from the exact activations the store kept, with what is held
     /// put back afterwards for the real backward. Returns every weight's gradient.
-    async fn exact_gradients(&mut self, ctx: &GpuContext, d: Tensor) -> Result<Vec<(String, Vec<f32>)>> {
+    async fn exact_gradients(
+        &mut self,
+        ctx: &GpuContext,
+        d: Tensor,
+        quant: Option<&super::precision::QuantPlan>,
+    ) -> Result<Vec<(String, Vec<f32>)>> {
         let held = self.saved.snapshot();
         self.saved.restore_exact()?;
         let mut d = d;
         for i in (0..self.model.layer_count()).rev() {
             let (model, saved) = (&mut self.model, &mut self.saved);
             match record(ctx, "probe backward", |enc| {
-                model.backward_layer(i, &mut Pass { ctx, enc, saved, train: true }, d)
+                model.backward_layer(i, &mut Pass { ctx, enc, saved, train: true, quant }, d)
             })
             .await?
             {
@@ -246,13 +285,16 @@ impl Trainer {
         batch: usize,
     ) -> Result<Metrics> {
         let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
+        // Evaluation computes at the forward bits of the next training step.
+        let plan = self.precision.plan(self.config.seed as u32, self.step);
+        let quant = plan.as_ref();
         let idx: Vec<usize> = (0..data.len()).collect();
         for chunk in idx.chunks(batch.max(1)) {
             let (images, labels) = make_batch(data, chunk, norm, None)?;
             let (x, y) = upload_batch(ctx, &images, &labels)?;
             let (model, saved) = (&mut self.model, &mut self.saved);
             record(ctx, "evaluate", |enc| {
-                let logits = model.forward(&mut Pass { ctx, enc, saved, train: false }, x)?;
+                let logits = model.forward(&mut Pass { ctx, enc, saved, train: false, quant }, x)?;
                 let out = ops::cross_entropy_forward(ctx, enc, &logits, &y)?;
                 ops::accumulate_metrics(ctx, enc, &out, &sums)
             })

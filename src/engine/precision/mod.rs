@@ -5,6 +5,8 @@ pub mod bitops;
 pub mod dpc;
 pub mod geometry;
 pub mod policy;
+pub mod run;
 pub mod schedule;
 
 pub use policy::{Pfq, Precision};
+pub use run::{PrecisionRun, QuantPlan};

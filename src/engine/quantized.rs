@@ -1,0 +1,25 @@
+//! Quantized-compute simulation at the conv and linear layers (FracTrain style): their input
+//! activation and weight are fake-quantized to the step's forward bits (nearest rounding), their
+//! output gradient to its backward bits (stochastic rounding), gradients pass straight through.
+
+use super::layers::Pass;
+use super::ops;
+use super::tensor::Tensor;
+use crate::error::Result;
+
+/// The forward operands of layer `name`: `x` and, where quantized, a quantized copy of `w`
+/// (`None`: use `w` itself).
+pub fn forward_operands(p: &mut Pass<'_>, name: &str, x: Tensor, w: &Tensor) -> Result<(Tensor, Option<Tensor>)> {
+    let Some(bits) = p.quant.and_then(|q| q.forward_bits(name)) else { return Ok((x, None)) };
+    let xq = ops::fake_quant(p.ctx, p.enc, &x, bits, None)?;
+    let wq = ops::fake_quant(p.ctx, p.enc, w, bits, None)?;
+    Ok((xq, Some(wq)))
+}
+
+/// The output gradient of layer `name` as its backward computes with it.
+pub fn output_grad(p: &mut Pass<'_>, name: &str, dy: Tensor) -> Result<Tensor> {
+    match p.quant.and_then(|q| q.backward_bits(name).map(|b| (b, q.seed))) {
+        Some(((bits, stream), seed)) => ops::fake_quant(p.ctx, p.enc, &dy, bits, Some((seed, stream))),
+        None => Ok(dy),
+    }
+}

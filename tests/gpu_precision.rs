@@ -1,0 +1,127 @@
+//! Quantized-compute simulation in training: `tiny` on synthetic images under static, PFQ and
+//! DPC precision (alone and with compressed saved activations) trains with a finite loss and
+//! counts BitOPs saved against static fw=8/bw=16; a PFQ run resumed from a checkpoint (its
+//! schedule advanced by the evaluation loss on both sides of it) ends exactly as the
+//! uninterrupted run.
+
+mod common;
+
+use fdsr::data::synthetic;
+use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
+use fdsr::engine::{checkpoint, ModelName, Session, TrainConfig, Trainer};
+use fdsr::io::safetensors::SafeTensors;
+use fdsr::GpuContext;
+
+fn config(policy: Option<&str>) -> TrainConfig {
+    TrainConfig {
+        model: ModelName::Tiny,
+        epochs: 2,
+        batch: 8,
+        lr: 0.02,
+        schedule: Schedule::Cosine,
+        opt: OptConfig::defaults(OptKind::Sgd),
+        seed: 5,
+        augment: false,
+        policy: policy.map(|p| p.parse().unwrap()),
+    }
+}
+
+fn session(ctx: &GpuContext, cfg: TrainConfig, precision: &str) -> Session {
+    let mut s = Session::new(Trainer::new(ctx, cfg).unwrap(), synthetic::images(24, 28, 28, 10, 3)).unwrap();
+    s.trainer.set_controller(None).unwrap();
+    s.trainer.set_precision(Some(precision.parse().unwrap()));
+    s
+}
+
+fn weights(ctx: &GpuContext, s: &Session) -> Vec<f32> {
+    let mut out = Vec::new();
+    s.trainer.model.visit(&mut |p| out.extend(pollster::block_on(p.value.to_vec(ctx)).unwrap()));
+    out
+}
+
+/// One step, then the evaluation loss on a few images goes to the precision schedule.
+fn step(ctx: &GpuContext, s: &mut Session, eval: &fdsr::data::Dataset) {
+    pollster::block_on(s.step(ctx)).unwrap();
+    let norm = s.norm;
+    let m = pollster::block_on(s.trainer.evaluate(ctx, eval, norm, 8)).unwrap();
+    assert!(m.loss.is_finite());
+    s.trainer.observe_loss(m.loss);
+}
+
+#[test]
+fn precision_policies_train_and_save_bitops() {
+    let Some(ctx) = common::gpu() else { return };
+    let eval = synthetic::images(8, 28, 28, 10, 77);
+    for (prec, saved) in [
+        ("static:fw=8,bw=16", None),
+        ("fractrain-pfq", None),
+        // On tiny with full-precision ends only layer2.conv is quantized, and a single layer gets
+        // DPC's top bits (8/16, as static): quantize all three layers so capacities differ.
+        ("dpc:full-ends=0", None),
+        ("dpc:full-ends=0", Some("fdsr:budget=2,mask")),
+        ("fractrain-pfq", Some("uniform:2")),
+    ] {
+        let mut s = session(&ctx, config(saved), prec);
+        while !s.done() {
+            step(&ctx, &mut s, &eval);
+        }
+        let m = pollster::block_on(s.trainer.read_metrics(&ctx)).unwrap();
+        let p = &s.trainer.precision;
+        let saved_frac = p.saved_vs_static().unwrap();
+        eprintln!(
+            "{prec} + {saved:?}: loss {:.4}, BitOPs {:.4e}, saved vs static 8/16 {saved_frac:.4}",
+            m.loss, p.bitops
+        );
+        assert!(m.loss.is_finite(), "{prec}: loss {}", m.loss);
+        assert!(p.bitops > 0.0);
+        if prec.starts_with("static") {
+            assert!(saved_frac.abs() < 1e-12, "static 8/16 against itself: {saved_frac}");
+        } else {
+            assert!(saved_frac > 0.0, "{prec} saves {saved_frac}");
+        }
+    }
+}
+
+#[test]
+fn pfq_resume_is_exact() {
+    let Some(ctx) = common::gpu() else { return };
+    let eval = synthetic::images(8, 28, 28, 10, 78);
+    // A plateau rule that turns quickly, so stages change before and after the checkpoint.
+    let prec = "fractrain-pfq:fw=3,4,6,8;bw=6,6,8,8;window=2;threshold=0.5;decay=0.9";
+    let mut full = session(&ctx, config(None), prec);
+    let mut stages = Vec::new();
+    while !full.done() {
+        step(&ctx, &mut full, &eval);
+        stages.push(full.trainer.precision.pfq.as_ref().unwrap().stage);
+    }
+    assert_eq!(stages.len(), 6);
+    assert!(stages[5] > stages[2] && stages[2] > 0, "stages {stages:?}: the schedule must turn on both sides");
+
+    let mut first = session(&ctx, config(None), prec);
+    for _ in 0..3 {
+        step(&ctx, &mut first, &eval);
+    }
+    let bytes = pollster::block_on(checkpoint::save(&ctx, &first.trainer, &[])).unwrap().to_bytes().unwrap();
+    drop(first);
+    let st = SafeTensors::from_bytes(&bytes).unwrap();
+
+    // Another precision policy, or none, is refused.
+    for other in [Some("dpc"), None] {
+        let mut s =
+            Session::new(Trainer::new(&ctx, config(None)).unwrap(), synthetic::images(24, 28, 28, 10, 3)).unwrap();
+        s.trainer.set_precision(other.map(|p| p.parse().unwrap()));
+        let e = checkpoint::restore(&ctx, &mut s.trainer, &st).unwrap_err().to_string();
+        assert!(e.contains("precision policy"), "{e}");
+        assert_eq!(s.trainer.step, 0);
+    }
+
+    let mut resumed = session(&ctx, config(None), prec);
+    checkpoint::restore(&ctx, &mut resumed.trainer, &st).unwrap();
+    while !resumed.done() {
+        step(&ctx, &mut resumed, &eval);
+    }
+    let (a, b) = (&resumed.trainer.precision, &full.trainer.precision);
+    assert_eq!(a.pfq, b.pfq);
+    assert_eq!((a.bitops, a.baseline_bitops), (b.bitops, b.baseline_bitops));
+    assert_eq!(weights(&ctx, &resumed), weights(&ctx, &full), "resumed weights differ");
+}
