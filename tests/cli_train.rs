@@ -42,6 +42,10 @@ fn bad_flags_are_named() {
         ("--opt", "rmsprop", "unknown optimizer"),
         ("--schedule", "linear", "unknown schedule"),
         ("--dataset", "cifar", "cifar"),
+        ("--precision", "fractrain", "precision policy 'fractrain': expected static"),
+        ("--precision", "static:fw=1", "outside 2..=16"),
+        ("--precision", "fractrain-pfq:window=x", "window='x' is not a number"),
+        ("--precision", "fractrain-dfq", "not implemented"),
     ] {
         let e = error_of(&fdsr(&["train", flag, value]));
         assert!(e.contains(says), "{flag} {value}: {e}");
@@ -144,4 +148,31 @@ fn compare_trains_each_policy_side_by_side() {
     let mut bad = args.to_vec();
     bad.extend(["--policies", "none,zip"]);
     assert!(error_of(&fdsr(&bad)).contains("unknown policy"));
+}
+
+#[test]
+fn compare_includes_precision_policies() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let data = data_dir("compare-precision");
+    let out = data.join("cmp");
+    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["compare", "--model", "tiny", "--data-dir", d, "--epochs", "1", "--batch", "8", "--quiet"];
+    let mut a = args.to_vec();
+    let runs = "none,static:fw=8,bw=16,fractrain-pfq+uniform:2,dpc:full-ends=0";
+    a.extend(["--policies", runs, "--out", o, "--probe-every", "0"]);
+    let r = fdsr(&a);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let table = std::fs::read_to_string(out.with_extension("md")).unwrap();
+    assert!(table.contains("BitOPs saved") && table.contains("fractrain-pfq:fw=3,4,6,8"), "{table}");
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let saved: Vec<f64> = rows.iter().map(|r| r["bitops_saved_vs_static"].as_f64().unwrap()).collect();
+    assert!(saved[0] < 0.0 && saved[1].abs() < 1e-12 && saved[2] > 0.0 && saved[3] > 0.0, "{saved:?}");
+    assert!(rows[2]["saved"]["activation_ratio"].as_f64().unwrap() > 3.0, "pfq combines with uniform:2");
+    assert_eq!(rows[2]["pfq_stage"], 0);
+    let mut bad = args.to_vec();
+    bad.extend(["--policies", "none,dpc:fw=9,99+none"]);
+    assert!(error_of(&fdsr(&bad)).contains("outside 2..=16"));
 }

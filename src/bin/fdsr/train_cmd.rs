@@ -9,6 +9,8 @@ use clap::Args;
 use fdsr::data::{ensure, Dataset, DatasetName, Split};
 use fdsr::engine::controller::{ControllerConfig, Decision};
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
+use fdsr::engine::precision::policy::split_entry;
+use fdsr::engine::precision::Precision;
 use fdsr::engine::saved::{SavedStats, TensorRecord};
 use fdsr::engine::{checkpoint, session, ModelName, Session, TrainConfig, Trainer};
 use fdsr::gpu::CATEGORIES;
@@ -57,6 +59,15 @@ pub struct TrainArgs {
     /// fdsr[:budget=B|:bits=D,L,M,H].
     #[arg(long, default_value = "none")]
     policy: String,
+    /// Quantized-compute simulation of conv and linear layers: none, static:fw=F,bw=B,
+    /// fractrain-pfq[:fw=..;bw=..;window=W;threshold=T;decay=D;turns=K] or dpc[:fw=H,L;bw=H,L]
+    /// (each takes full-ends=0 to quantize the first conv and the classifier too).
+    #[arg(long, default_value = "none")]
+    precision: String,
+    /// Steps between extra test-set evaluations whose loss drives the PFQ plateau rule (0:
+    /// epoch ends only).
+    #[arg(long, default_value_t = 0)]
+    eval_every: u64,
     /// Random shifts (±2 px) and horizontal flips of training images.
     #[arg(long)]
     augment: bool,
@@ -121,6 +132,14 @@ fn config(a: &TrainArgs) -> Result<TrainConfig> {
         augment: a.augment,
         policy,
     })
+}
+
+/// The `--precision` value (`none`: fp32 compute).
+fn precision_of(s: &str) -> Result<Option<Precision>> {
+    if s == "none" {
+        return Ok(None);
+    }
+    s.parse().map(Some)
 }
 
 fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)> {
@@ -210,12 +229,20 @@ fn save_checkpoint(ctx: &GpuContext, s: &Session, dir: &Path) -> Result<()> {
 pub type Loaded = (DatasetName, Dataset, Dataset);
 
 /// Trains one run of `cfg` on `data` and returns its summary (also the metrics file's last line).
-fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -> Result<Value> {
+fn train_run(
+    ctx: &GpuContext,
+    a: &TrainArgs,
+    cfg: TrainConfig,
+    precision: Option<Precision>,
+    data: &Loaded,
+) -> Result<Value> {
     let (dataset, train, test) = data;
     let policy = cfg.policy.as_ref().map_or("none".to_string(), |p| p.to_string());
+    let prec_name = precision.as_ref().map_or("none".to_string(), |p| p.to_string());
     let mut s = Session::new(Trainer::new(ctx, cfg)?, train.clone())?;
     let probe = (a.probe_every > 0).then(|| ControllerConfig { every: a.probe_every, ..ControllerConfig::default() });
     s.trainer.set_controller(probe)?;
+    s.trainer.set_precision(precision);
     if let Some(dir) = &a.resume {
         let st = read_safetensors(dir.join(CHECKPOINT_FILE))?;
         checkpoint::restore(ctx, &mut s.trainer, &st)?;
@@ -234,6 +261,7 @@ fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -
     let (mut last, mut test_m, mut train_secs, mut steps_run) = (json!(null), None, 0f64, 0u64);
     let mut run_saved = SavedStats::default();
     let mut run_probe = Vec::new();
+    let mut window_bitops = s.trainer.precision.bitops;
     while !s.done() {
         let lr = pollster::block_on(s.step(ctx))?;
         window_steps += 1;
@@ -264,9 +292,13 @@ fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -
             bar.set_message(format!("loss {:.4} acc {:.3} {:.0} img/s", m.loss, m.accuracy, ips));
             let saved = s.trainer.saved.take_stats();
             run_saved.add(&saved);
+            let bitops = s.trainer.precision.bitops;
+            let bitops_per_step = (bitops - window_bitops) / window_steps as f64;
+            window_bitops = bitops;
             last = json!({ "kind": "step", "step": step, "epoch": (step - 1) / spe, "loss": m.loss, "accuracy": m.accuracy,
                 "lr": lr, "step_ms": 1e3 * secs / window_steps as f64, "images_per_s": ips, "memory": memory(ctx),
-                "saved": saved_json(&saved) });
+                "saved": saved_json(&saved), "bitops": bitops_per_step, "bitops_total": bitops,
+                "precision_bits": s.trainer.precision.bits(), "pfq_stage": s.trainer.precision.pfq.as_ref().map(|p| p.stage) });
             metrics.write(&last)?;
             (window_steps, window) = (0, Instant::now());
         }
@@ -277,6 +309,10 @@ fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -
             metrics.write(&json!({ "kind": "epoch", "epoch": epoch, "step": step, "test_loss": t.loss,
                 "test_accuracy": t.accuracy, "train": last, "elapsed_s": start.elapsed().as_secs_f64() }))?;
             test_m = Some(t);
+            observe(&mut s, &mut metrics, &bar, step, t.loss)?;
+        } else if a.eval_every > 0 && step % a.eval_every == 0 && s.trainer.precision.pfq.is_some() {
+            let t = pollster::block_on(s.trainer.evaluate(ctx, test, s.norm, a.batch))?;
+            observe(&mut s, &mut metrics, &bar, step, t.loss)?;
         }
         let periodic = a.checkpoint_every > 0 && step % a.checkpoint_every == 0;
         if let (Some(dir), true) = (&a.checkpoint, epoch_end || periodic) {
@@ -294,16 +330,36 @@ fn train_run(ctx: &GpuContext, a: &TrainArgs, cfg: TrainConfig, data: &Loaded) -
         "seconds": secs, "step_ms": 1e3 * train_secs / steps_run.max(1) as f64,
         "images_per_s": (steps_run * a.batch as u64) as f64 / train_secs.max(1e-9), "adapter": ctx.adapter_description(),
         "parameters": s.trainer.model.parameter_count(), "memory": memory(ctx), "saved": saved_json(&run_saved),
-        "probe_grad_error": mean(&run_probe), "final_budget": s.trainer.controller.as_ref().and_then(|c| c.budget) });
+        "probe_grad_error": mean(&run_probe), "final_budget": s.trainer.controller.as_ref().and_then(|c| c.budget),
+        "precision": prec_name, "bitops": s.trainer.precision.bitops,
+        "bitops_saved_vs_static": s.trainer.precision.saved_vs_static(),
+        "pfq_stage": s.trainer.precision.pfq.as_ref().map(|p| p.stage),
+        "pfq_turning_points": s.trainer.precision.pfq.as_ref().map(|p| p.turning_points.clone()) });
     metrics.write(&summary)?;
     Ok(summary)
+}
+
+/// Feeds an evaluation loss to the precision schedule; a turning point is printed and logged.
+fn observe(s: &mut Session, metrics: &mut MetricsFile, bar: &ProgressBar, step: u64, loss: f64) -> Result<()> {
+    if s.trainer.observe_loss(loss) {
+        let p = &s.trainer.precision;
+        let stage = p.pfq.as_ref().map_or(0, |q| q.stage);
+        bar.println(format!(
+            "step {step}: PFQ turning point (eval loss {loss:.4}), stage {stage}, bits {:?}",
+            p.bits()
+        ));
+        metrics.write(&json!({ "kind": "precision", "step": step, "eval_loss": loss, "pfq_stage": stage,
+            "bits": p.bits() }))?;
+    }
+    Ok(())
 }
 
 /// `fdsr train`.
 pub fn run(a: &TrainArgs) -> Result<()> {
     let cfg = config(a)?;
+    let precision = precision_of(&a.precision)?;
     let data = load_data(a)?;
-    let summary = train_run(&crate::gpu()?, a, cfg, &data)?;
+    let summary = train_run(&crate::gpu()?, a, cfg, precision, &data)?;
     println!("{summary}");
     Ok(())
 }
@@ -312,7 +368,9 @@ pub fn run(a: &TrainArgs) -> Result<()> {
 pub struct CompareArgs {
     #[command(flatten)]
     train: TrainArgs,
-    /// Policies to train with, in order (deltas are against `none` when it is listed).
+    /// Runs to train, in order: saved-activation policies, precision policies, or both joined by
+    /// `+` (`dpc+fdsr:budget=2,mask`); an entry without a precision policy takes --precision.
+    /// Deltas are against the run with neither (`none`) when it is listed.
     #[arg(long, default_value = "none,fdsr")]
     policies: String,
     /// Also write the table to OUT.md and the summaries to OUT.json.
@@ -326,18 +384,20 @@ pub fn compare(c: &CompareArgs) -> Result<()> {
         return Err(FdsrError::InvalidConfig("compare takes no --resume, --checkpoint or --metrics".into()));
     }
     let policies = fdsr::codec::config::split_policies(&c.policies);
+    let default_precision = precision_of(&c.train.precision)?;
     let mut cfgs = Vec::new();
-    for p in &policies {
+    for entry in &policies {
         let mut a = config(&c.train)?;
+        let (prec, p) = split_entry(entry)?;
         a.policy = if p == "none" { None } else { Some(p.parse()?) };
-        cfgs.push(a);
+        cfgs.push((a, prec.or_else(|| default_precision.clone())));
     }
     let data = load_data(&c.train)?;
     let ctx = crate::gpu()?;
     let mut rows = Vec::new();
-    for (p, cfg) in policies.iter().zip(cfgs) {
+    for (p, (cfg, prec)) in policies.iter().zip(cfgs) {
         eprintln!("training with {p}…");
-        rows.push(train_run(&ctx, &c.train, cfg, &data)?);
+        rows.push(train_run(&ctx, &c.train, cfg, prec, &data)?);
     }
     let table = compare_table(&rows);
     print!("{table}");
@@ -348,10 +408,20 @@ pub fn compare(c: &CompareArgs) -> Result<()> {
     Ok(())
 }
 
+/// The row label: the precision policy (if any) `+` the saved-activation policy.
+fn run_name(r: &Value) -> String {
+    let (prec, policy) = (r["precision"].as_str().unwrap_or("none"), r["policy"].as_str().unwrap_or("?"));
+    if prec == "none" {
+        policy.to_string()
+    } else {
+        format!("{prec}+{policy}")
+    }
+}
+
 fn compare_table(rows: &[Value]) -> String {
-    let base = rows.iter().find(|r| r["policy"] == "none").or(rows.first());
+    let base = rows.iter().find(|r| run_name(r) == "none").or(rows.first());
     let f = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
-    let mut t = String::from("| policy | test accuracy | Δ vs base | activation ratio | peak step MiB | step ms | step time ratio | reuse hit rate | gradient error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let mut t = String::from("| run | test accuracy | Δ vs base | BitOPs saved vs static 8/16 | activation ratio | peak step MiB | step ms | step time ratio | reuse hit rate | gradient error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let (acc, ms) = (f(r, "test_accuracy"), f(r, "step_ms"));
         let (bacc, bms) = base.map_or((f64::NAN, f64::NAN), |b| (f(b, "test_accuracy"), f(b, "step_ms")));
@@ -359,9 +429,10 @@ fn compare_table(rows: &[Value]) -> String {
         let ratio = r["saved"]["activation_ratio"].as_f64().unwrap_or(f64::NAN);
         let hits = 100.0 * r["saved"]["reuse_hit_rate"].as_f64().unwrap_or(f64::NAN);
         let probe = r["probe_grad_error"].as_f64().map_or("–".to_string(), |e| format!("{e:.3}"));
+        let bitops = 100.0 * f(r, "bitops_saved_vs_static");
         t += &format!(
-            "| {} | {:.4} | {:+.2} pt | {ratio:.2}x | {peak:.1} | {ms:.0} | {:.2} | {hits:.1}% | {probe} |\n",
-            r["policy"].as_str().unwrap_or("?"),
+            "| {} | {:.4} | {:+.2} pt | {bitops:.1}% | {ratio:.2}x | {peak:.1} | {ms:.0} | {:.2} | {hits:.1}% | {probe} |\n",
+            run_name(r),
             acc,
             100.0 * (acc - bacc),
             ms / bms
