@@ -60,6 +60,8 @@ fn precision_policies_train_and_save_bitops() {
         ("dpc:full-ends=0", None),
         ("dpc:full-ends=0", Some("fdsr:budget=2,mask")),
         ("fractrain-pfq", Some("uniform:2")),
+        // Weights kept fp32: activations at 3 and gradients at 6 bits still beat 8/8/16.
+        ("fractrain-pfq:weights=0", None),
     ] {
         let mut s = session(&ctx, config(saved), prec);
         while !s.done() {

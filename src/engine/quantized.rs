@@ -1,6 +1,7 @@
 //! Quantized-compute simulation at the conv and linear layers (FracTrain style): their input
-//! activation and weight are fake-quantized to the step's forward bits (nearest rounding), their
-//! output gradient to its backward bits (stochastic rounding), gradients pass straight through.
+//! activation and (unless the policy says `weights=0`) weight are fake-quantized to the step's
+//! forward bits (nearest rounding), their output gradient to its backward bits (stochastic
+//! rounding); gradients pass straight through.
 
 use super::layers::Pass;
 use super::ops;
@@ -10,10 +11,11 @@ use crate::error::Result;
 /// The forward operands of layer `name`: `x` and, where quantized, a quantized copy of `w`
 /// (`None`: use `w` itself).
 pub fn forward_operands(p: &mut Pass<'_>, name: &str, x: Tensor, w: &Tensor) -> Result<(Tensor, Option<Tensor>)> {
-    let Some(bits) = p.quant.and_then(|q| q.forward_bits(name)) else { return Ok((x, None)) };
+    let Some(q) = p.quant else { return Ok((x, None)) };
+    let Some(bits) = q.forward_bits(name) else { return Ok((x, None)) };
     let xq = ops::fake_quant(p.ctx, p.enc, &x, bits, None)?;
-    let wq = ops::fake_quant(p.ctx, p.enc, w, bits, None)?;
-    Ok((xq, Some(wq)))
+    let wq = if q.weights { Some(ops::fake_quant(p.ctx, p.enc, w, bits, None)?) } else { None };
+    Ok((xq, wq))
 }
 
 /// The output gradient of layer `name` as its backward computes with it.

@@ -1,7 +1,8 @@
 //! BitOPs: multiply-accumulates weighted by the bits of their two operands, normalized to
 //! 32×32 (one fp32 MAC = 1). Forward: MACs × act bits × weight bits. Backward: the input
 //! gradient (not for the first conv) MACs × grad bits × weight bits, and the weight gradient
-//! MACs × grad bits × act bits. Full-precision layers count 32 bits per operand.
+//! MACs × grad bits × act bits. Full-precision layers count 32 bits per operand, and so do
+//! weights that are not quantized.
 
 use super::dpc;
 use super::geometry::ComputeLayer;
@@ -9,11 +10,7 @@ use super::policy::Precision;
 
 /// Forward and backward bits of each layer under `p`, with PFQ at `stage`.
 pub fn layer_bits(p: &Precision, layers: &[ComputeLayer], stage: usize) -> Vec<(u8, u8)> {
-    let full_ends = match p {
-        Precision::Static { full_ends, .. } | Precision::Pfq { full_ends, .. } | Precision::Dpc { full_ends, .. } => {
-            *full_ends
-        }
-    };
+    let full_ends = p.full_ends();
     let n = layers.len();
     let quantized: Vec<bool> = (0..n).map(|i| !(full_ends && (layers[i].first || i == n - 1))).collect();
     let uniform =
@@ -30,13 +27,15 @@ pub fn layer_bits(p: &Precision, layers: &[ComputeLayer], stage: usize) -> Vec<(
     }
 }
 
-/// BitOPs of one training step per image (forward and backward) with these bits.
-pub fn step_bitops(layers: &[ComputeLayer], bits: &[(u8, u8)]) -> f64 {
+/// BitOPs of one training step per image (forward and backward) with these bits; weights at
+/// the forward bits when `weights`, else at 32.
+pub fn step_bitops(layers: &[ComputeLayer], bits: &[(u8, u8)], weights: bool) -> f64 {
     layers
         .iter()
         .zip(bits)
         .map(|(l, &(fw, bw))| {
-            let (a, w, g) = (f64::from(fw), f64::from(fw), f64::from(bw));
+            let w = if weights { f64::from(fw) } else { 32.0 };
+            let (a, g) = (f64::from(fw), f64::from(bw));
             let input_grad = if l.first { 0.0 } else { g * w };
             l.macs as f64 * (a * w + input_grad + g * a) / 1024.0
         })
@@ -46,7 +45,7 @@ pub fn step_bitops(layers: &[ComputeLayer], bits: &[(u8, u8)]) -> f64 {
 /// BitOPs per image over a run that spends `steps[s]` steps in PFQ stage `s` (one entry for
 /// policies without stages).
 pub fn run_bitops(p: &Precision, layers: &[ComputeLayer], steps: &[u64]) -> f64 {
-    steps.iter().enumerate().map(|(s, &n)| n as f64 * step_bitops(layers, &layer_bits(p, layers, s))).sum()
+    steps.iter().enumerate().map(|(s, &n)| n as f64 * step_bitops(layers, &layer_bits(p, layers, s), p.weights())).sum()
 }
 
 /// Fraction of BitOPs `p` saves against `baseline` over the same number of steps.
@@ -70,9 +69,11 @@ mod tests {
         let l = layers(ModelName::Tiny);
         let fp = vec![(32, 32); l.len()];
         let macs: u64 = l.iter().map(|c| c.macs).sum();
-        assert_eq!(step_bitops(&l, &fp), (3 * macs - l[0].macs) as f64);
+        assert_eq!(step_bitops(&l, &fp, true), (3 * macs - l[0].macs) as f64);
         let half = vec![(16, 16); l.len()];
-        assert_eq!(step_bitops(&l, &half) * 4.0, step_bitops(&l, &fp));
+        assert_eq!(step_bitops(&l, &half, true) * 4.0, step_bitops(&l, &fp, true));
+        assert_eq!(step_bitops(&l, &fp, false), step_bitops(&l, &fp, true));
+        assert!(step_bitops(&l, &half, false) > step_bitops(&l, &half, true));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The precision policy strings and their parsing:
 //! `static:fw=8,bw=16`, `fractrain-pfq:fw=3,4,6,8;bw=6,6,8,8;window=5;threshold=0.05;decay=0.3;turns=3`,
-//! `dpc:fw=8,4;bw=16,8`; every policy takes `full-ends=1|0` (first conv and last linear at 32 bits).
+//! `dpc:fw=8,4;bw=16,8`; every policy takes `full-ends=1|0` (first conv and last linear at 32 bits)
+//! and `weights=1|0` (weights quantized to the forward bits, the default, or kept fp32).
 
 use std::fmt;
 use std::str::FromStr;
@@ -41,6 +42,8 @@ pub enum Precision {
         bw: u8,
         /// First conv and last linear stay at 32 bits.
         full_ends: bool,
+        /// Weights are quantized to the forward bits too (else they stay fp32).
+        weights: bool,
     },
     /// FracTrain progressive fractional quantization.
     Pfq {
@@ -48,6 +51,8 @@ pub enum Precision {
         pfq: Pfq,
         /// First conv and last linear stay at 32 bits.
         full_ends: bool,
+        /// Weights are quantized to the forward bits too (else they stay fp32).
+        weights: bool,
     },
     /// Per-layer bits decreasing with capacity.
     Dpc {
@@ -57,8 +62,33 @@ pub enum Precision {
         bw: (u8, u8),
         /// First conv and last linear stay at 32 bits.
         full_ends: bool,
+        /// Weights are quantized to the forward bits too (else they stay fp32).
+        weights: bool,
     },
 }
+
+impl Precision {
+    /// Whether the first conv and the last linear stay at full precision.
+    pub fn full_ends(&self) -> bool {
+        match self {
+            Precision::Static { full_ends, .. }
+            | Precision::Pfq { full_ends, .. }
+            | Precision::Dpc { full_ends, .. } => *full_ends,
+        }
+    }
+
+    /// Whether weights are quantized (to the forward bits) as well as activations.
+    pub fn weights(&self) -> bool {
+        match self {
+            Precision::Static { weights, .. } | Precision::Pfq { weights, .. } | Precision::Dpc { weights, .. } => {
+                *weights
+            }
+        }
+    }
+}
+
+/// The options of `fractrain-pfq`.
+const PFQ_KEYS: &str = "fw, bw, window, threshold, decay, turns, full-ends, weights";
 
 fn bad(s: &str, why: impl fmt::Display) -> FdsrError {
     FdsrError::InvalidConfig(format!("precision policy '{s}': {why}"))
@@ -112,17 +142,19 @@ impl FromStr for Precision {
                 opts.push((k.trim().into(), v.trim().into()));
             }
         }
-        let mut full_ends = true;
+        let (mut full_ends, mut weights) = (true, true);
         let mut known = |k: &str, v: &str| -> Result<bool> {
-            if k == "full-ends" {
-                full_ends = match v {
-                    "1" => true,
-                    "0" => false,
-                    _ => return Err(bad(s, "full-ends must be 1 or 0")),
-                };
-                return Ok(true);
-            }
-            Ok(false)
+            let flag = match k {
+                "full-ends" => &mut full_ends,
+                "weights" => &mut weights,
+                _ => return Ok(false),
+            };
+            *flag = match v {
+                "1" => true,
+                "0" => false,
+                _ => return Err(bad(s, format!("{k} must be 1 or 0"))),
+            };
+            Ok(true)
         };
         match head {
             "static" => {
@@ -132,10 +164,10 @@ impl FromStr for Precision {
                         "fw" => fw = one(s, v)?,
                         "bw" => bw = one(s, v)?,
                         _ if known(k, v)? => {}
-                        _ => return Err(bad(s, format!("unknown option '{k}' (fw, bw, full-ends)"))),
+                        _ => return Err(bad(s, format!("unknown option '{k}' (fw, bw, full-ends, weights)"))),
                     }
                 }
-                Ok(Precision::Static { fw, bw, full_ends })
+                Ok(Precision::Static { fw, bw, full_ends, weights })
             }
             "fractrain-pfq" => {
                 let mut p = Pfq::default();
@@ -149,12 +181,7 @@ impl FromStr for Precision {
                         "decay" => p.decay = num(s, k, v)?,
                         "turns" => turns = Some(num(s, k, v)?),
                         _ if known(k, v)? => {}
-                        _ => {
-                            return Err(bad(
-                                s,
-                                format!("unknown option '{k}' (fw, bw, window, threshold, decay, turns, full-ends)"),
-                            ))
-                        }
+                        _ => return Err(bad(s, format!("unknown option '{k}' ({PFQ_KEYS})"))),
                     }
                 }
                 if p.fw.len() != p.bw.len() || p.fw.is_empty() {
@@ -170,7 +197,7 @@ impl FromStr for Precision {
                 if p.turns > p.fw.len() - 1 {
                     return Err(bad(s, format!("turns {} exceeds the {} stage changes", p.turns, p.fw.len() - 1)));
                 }
-                Ok(Precision::Pfq { pfq: p, full_ends })
+                Ok(Precision::Pfq { pfq: p, full_ends, weights })
             }
             "dpc" => {
                 let (mut fw, mut bw) = ((8, 4), (16, 8));
@@ -179,10 +206,10 @@ impl FromStr for Precision {
                         "fw" => fw = pair(s, v)?,
                         "bw" => bw = pair(s, v)?,
                         _ if known(k, v)? => {}
-                        _ => return Err(bad(s, format!("unknown option '{k}' (fw, bw, full-ends)"))),
+                        _ => return Err(bad(s, format!("unknown option '{k}' (fw, bw, full-ends, weights)"))),
                     }
                 }
-                Ok(Precision::Dpc { fw, bw, full_ends })
+                Ok(Precision::Dpc { fw, bw, full_ends, weights })
             }
             "fractrain-dfq" => Err(bad(s, "fractrain-dfq is not implemented")),
             _ => Err(bad(s, "expected static, fractrain-pfq or dpc")),
@@ -196,10 +223,13 @@ fn list(b: &[u8]) -> String {
 
 impl fmt::Display for Precision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ends = |e: bool| if e { "" } else { ";full-ends=0" };
+        let ends =
+            |e: bool, w: bool| format!("{}{}", if e { "" } else { ";full-ends=0" }, if w { "" } else { ";weights=0" });
         match self {
-            Precision::Static { fw, bw, full_ends } => write!(f, "static:fw={fw};bw={bw}{}", ends(*full_ends)),
-            Precision::Pfq { pfq: p, full_ends } => write!(
+            Precision::Static { fw, bw, full_ends, weights } => {
+                write!(f, "static:fw={fw};bw={bw}{}", ends(*full_ends, *weights))
+            }
+            Precision::Pfq { pfq: p, full_ends, weights } => write!(
                 f,
                 "fractrain-pfq:fw={};bw={};window={};threshold={};decay={};turns={}{}",
                 list(&p.fw),
@@ -208,10 +238,10 @@ impl fmt::Display for Precision {
                 p.threshold,
                 p.decay,
                 p.turns,
-                ends(*full_ends)
+                ends(*full_ends, *weights)
             ),
-            Precision::Dpc { fw, bw, full_ends } => {
-                write!(f, "dpc:fw={},{};bw={},{}{}", fw.0, fw.1, bw.0, bw.1, ends(*full_ends))
+            Precision::Dpc { fw, bw, full_ends, weights } => {
+                write!(f, "dpc:fw={},{};bw={},{}{}", fw.0, fw.1, bw.0, bw.1, ends(*full_ends, *weights))
             }
         }
     }
@@ -242,13 +272,15 @@ mod tests {
             "fractrain-pfq:fw=4,8;bw=8,8",
             "dpc",
             "dpc:fw=8,4;bw=16,8",
+            "dpc:weights=0;full-ends=0",
+            "fractrain-pfq:fw=4,8;bw=8,8;weights=0",
         ] {
             let p: Precision = s.parse().unwrap();
             assert_eq!(p.to_string().parse::<Precision>().unwrap(), p, "{s}");
         }
         assert_eq!(
             "static:fw=8,bw=16".parse::<Precision>().unwrap(),
-            Precision::Static { fw: 8, bw: 16, full_ends: true }
+            Precision::Static { fw: 8, bw: 16, full_ends: true, weights: true }
         );
         let Precision::Pfq { pfq, .. } = "fractrain-pfq:fw=4,8;bw=8,8".parse().unwrap() else { panic!() };
         assert_eq!(pfq.turns, 1);
@@ -268,6 +300,7 @@ mod tests {
             ("dpc:fw=4,8", "largest first"),
             ("dpc:fw", "key=value"),
             ("dpc:full-ends=2", "full-ends"),
+            ("static:weights=yes", "weights must be 1 or 0"),
             ("fractrain-dfq", "not implemented"),
         ] {
             let e = s.parse::<Precision>().unwrap_err().to_string();

@@ -1,6 +1,6 @@
 //! The trainer's side of a precision policy: the bits of each compute layer this step (the
 //! PFQ stage or the DPC map), the quantization plan handed to the layers, the BitOPs counted
-//! per step against a static fw=8/bw=16 run, and the state a checkpoint carries.
+//! per step against a static fw=8/bw=16 run (weights at 8 bits), and the state a checkpoint carries.
 
 use std::collections::HashMap;
 
@@ -20,6 +20,8 @@ pub struct QuantPlan {
     pub seed: u32,
     /// Training step (the RNG stream varies with it).
     pub step: u64,
+    /// Weights are quantized to the forward bits too.
+    pub weights: bool,
 }
 
 impl QuantPlan {
@@ -54,15 +56,8 @@ impl PrecisionRun {
     /// The run of `policy` on `model`.
     pub fn new(model: ModelName, policy: Option<Precision>) -> PrecisionRun {
         let layers = layers(model);
-        let full_ends = match &policy {
-            Some(
-                Precision::Static { full_ends, .. }
-                | Precision::Pfq { full_ends, .. }
-                | Precision::Dpc { full_ends, .. },
-            ) => *full_ends,
-            None => true,
-        };
-        let base = Precision::Static { fw: 8, bw: 16, full_ends };
+        let full_ends = policy.as_ref().is_none_or(Precision::full_ends);
+        let base = Precision::Static { fw: 8, bw: 16, full_ends, weights: true };
         let baseline = layer_bits(&base, &layers, 0);
         let pfq = match &policy {
             Some(Precision::Pfq { pfq, .. }) => Some(PfqState::new(pfq)),
@@ -89,18 +84,23 @@ impl PrecisionRun {
         self.policy.as_ref()?;
         let bits = self.layers.iter().zip(self.bits()).enumerate();
         let bits = bits.map(|(i, (l, (fw, bw)))| (l.name.clone(), (i as u32, fw, bw))).collect();
-        Some(QuantPlan { bits, seed, step })
+        Some(QuantPlan { bits, seed, step, weights: self.weights() })
+    }
+
+    /// Whether weights are quantized (fp32 runs count 32 bits anyway).
+    pub fn weights(&self) -> bool {
+        self.policy.as_ref().is_none_or(Precision::weights)
     }
 
     /// BitOPs of one step of `images` images at the current bits.
     pub fn step_bitops(&self, images: usize) -> f64 {
-        step_bitops(&self.layers, &self.bits()) * images as f64
+        step_bitops(&self.layers, &self.bits(), self.weights()) * images as f64
     }
 
     /// Counts one training step of `images` images.
     pub fn count_step(&mut self, images: usize) {
         self.bitops += self.step_bitops(images);
-        self.baseline_bitops += step_bitops(&self.layers, &self.baseline) * images as f64;
+        self.baseline_bitops += step_bitops(&self.layers, &self.baseline, true) * images as f64;
     }
 
     /// Fraction of BitOPs saved against static fw=8/bw=16 over the steps counted.
