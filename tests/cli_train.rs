@@ -1,6 +1,7 @@
 //! `fdsr train` from the command line on a small synthetic data set (no network): a run writes
 //! metrics, a checkpoint and a JSON summary; bad flags, batches and checkpoints give one clear
-//! error and a non-zero exit code, never a panic.
+//! error and a non-zero exit code, never a panic; precision policies run, compare and log PFQ
+//! turning points.
 
 mod common;
 
@@ -175,4 +176,26 @@ fn compare_includes_precision_policies() {
     let mut bad = args.to_vec();
     bad.extend(["--policies", "none,dpc:fw=9,99+none"]);
     assert!(error_of(&fdsr(&bad)).contains("outside 2..=16"));
+}
+
+#[test]
+fn pfq_turning_points_are_logged() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let data = data_dir("pfq");
+    let metrics = data.join("m.jsonl");
+    let (d, m) = (data.to_str().unwrap(), metrics.to_str().unwrap());
+    let prec = "fractrain-pfq:window=2;threshold=0.5";
+    let args = ["train", "--model", "tiny", "--data-dir", d, "--epochs", "2", "--batch", "8", "--quiet"];
+    let r = fdsr(&[&args[..], &["--precision", prec, "--eval-every", "1", "--metrics", m]].concat());
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&metrics).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let turns = lines.iter().filter(|l| l["kind"] == "precision").count();
+    let summary = lines.last().unwrap();
+    assert!(turns >= 1, "no turning point in {lines:?}");
+    assert_eq!(summary["pfq_turning_points"].as_array().unwrap().len(), turns);
+    assert!(summary["bitops_saved_vs_static"].as_f64().unwrap() > 0.0);
+    assert!(lines.iter().any(|l| l["kind"] == "step" && l["bitops"].as_f64().unwrap() > 0.0));
 }
