@@ -27,7 +27,8 @@ pub struct Activation {
     pub data: Vec<f32>,
 }
 
-/// Runs layers `0..=layer` in evaluation on the first test images and reads the output back.
+/// Runs layers `0..=layer` in evaluation (full-precision compute) on the first test images and
+/// reads the output back.
 /// Errors when that output is not 4-D (e.g. the classifier).
 pub async fn read_activation(ctx: &GpuContext, s: &mut Session, data: &Data, layer: usize) -> fdsr::Result<Activation> {
     let idx: Vec<usize> = (0..IMAGES.min(data.test.len())).collect();
@@ -39,7 +40,7 @@ pub async fn read_activation(ctx: &GpuContext, s: &mut Session, data: &Data, lay
         .scoped("inspect", || {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             for i in 0..=layer {
-                let mut p = Pass { ctx, enc: &mut enc, saved: &mut t.saved, train: false };
+                let mut p = Pass { ctx, enc: &mut enc, saved: &mut t.saved, train: false, quant: None };
                 h = t.model.forward_layer(i, &mut p, h.clone())?;
             }
             ctx.queue.submit([enc.finish()]);
