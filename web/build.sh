@@ -10,8 +10,7 @@ cargo build -p fdsr-web --lib --target wasm32-unknown-unknown --profile "$profil
 dir="$profile"; [ "$profile" = dev ] && dir=debug
 wasm-bindgen --target web --out-dir web/pkg "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/fdsr_web.wasm"
 echo "built web/pkg ($(du -sh web/pkg | cut -f1))"
-if [ -f data/fashion-mnist/train-images.idx ] || cargo run -q --profile "$profile" --bin fdsr -- data fetch --dataset fashion-mnist; then
-  cargo run -q --profile "$profile" -p fdsr-demo -- --write-subset web/data
-else
+# fdsr-demo fetches Fashion-MNIST into data/ first if it is missing.
+if ! cargo run -q --profile "$profile" -p fdsr-demo -- --write-subset web/data; then
   echo "warning: Fashion-MNIST is not available; the visualizer will train on synthetic images" >&2
 fi

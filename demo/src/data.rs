@@ -32,10 +32,14 @@ pub fn synthetic(train: usize, test: usize) -> Data {
     }
 }
 
-/// Fashion-MNIST from `dir` (natively).
+/// Fashion-MNIST from `dir` (natively), fetched there first if it is missing (as `fdsr train`
+/// does on first use).
 #[cfg(not(target_arch = "wasm32"))]
-pub fn load(dir: &std::path::Path) -> fdsr::Result<Data> {
-    use fdsr::data::Split;
+pub fn fetch_and_load(dir: &std::path::Path) -> fdsr::Result<Data> {
+    use fdsr::data::{DatasetName, Split};
+    if let Some(report) = fdsr::data::ensure(DatasetName::FashionMnist, dir)? {
+        eprintln!("fetched Fashion-MNIST into {}: {report}", dir.display());
+    }
     let train = Dataset::load(dir, Split::Train)?;
     let test = Dataset::load(dir, Split::Test)?;
     subset(&train, &test, &format!("Fashion-MNIST {TRAIN}+{TEST} ({})", dir.display()))

@@ -53,20 +53,23 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (settings, notices) = Settings::from_query(&args.settings);
+    let (settings, mut notices) = Settings::from_query(&args.settings);
     for n in &notices {
         eprintln!("{n}");
     }
-    let data = match data::load(&args.data) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("{e}\n(`cargo run --release -- data fetch` writes the files to data/fashion-mnist)");
+    let data = match (data::fetch_and_load(&args.data), &args.write_subset) {
+        (Ok(d), _) => d,
+        (Err(e), Some(_)) => {
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
+        (Err(e), None) => {
+            let msg = format!("Fashion-MNIST is not available ({e}): training on synthetic images");
+            eprintln!("{msg}");
+            notices.push(msg);
+            data::synthetic(data::TRAIN, data::TEST)
+        }
     };
-    if let Some(path) = args.status_file.clone() {
-        fdsr_demo::platform::set_status_file(path);
-    }
     if let Some(dir) = &args.write_subset {
         return write_subset(&data, dir);
     }
