@@ -57,6 +57,9 @@ pub fn main() -> ExitCode {
     for n in &notices {
         eprintln!("{n}");
     }
+    if let Some(path) = args.status_file.clone() {
+        fdsr_demo::platform::set_status_file(path);
+    }
     let data = match (data::fetch_and_load(&args.data), &args.write_subset) {
         (Ok(d), _) => d,
         (Err(e), Some(_)) => {
