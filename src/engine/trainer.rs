@@ -190,25 +190,14 @@ impl Trainer {
             self.saved.flush(ctx).await?;
         }
         let sums = &self.sums;
-        let mut d = record(ctx, "loss", |enc| {
+        let d = record(ctx, "loss", |enc| {
             let out = ops::cross_entropy_forward(ctx, enc, &h, &y)?;
             ops::accumulate_metrics(ctx, enc, &out, sums)?;
             ops::cross_entropy_backward(ctx, enc, &out.probs, &y)
         })
         .await?;
         let exact = if probe { Some(self.exact_gradients(ctx, d.clone(), quant).await?) } else { None };
-        for i in (0..layers).rev() {
-            self.saved.restore_since(ctx, marks[i]).await?;
-            let (model, saved) = (&mut self.model, &mut self.saved);
-            match record(ctx, "backward", |enc| {
-                model.backward_layer(i, &mut Pass { ctx, enc, saved, train: true, quant }, d)
-            })
-            .await?
-            {
-                Some(g) => d = g,
-                None => break,
-            }
-        }
+        self.backward(ctx, d, quant, Some(&marks)).await?;
         if let Some(exact) = exact {
             let compressed = read_gradients(ctx, &self.model).await?;
             let pairs: Vec<GradPair> =
@@ -238,10 +227,29 @@ impl Trainer {
     ) -> Result<Vec<(String, Vec<f32>)>> {
         let held = self.saved.snapshot();
         self.saved.restore_exact()?;
-        let mut d = d;
+        self.backward(ctx, d, quant, None).await?;
+        self.saved.put_back(held);
+        read_gradients(ctx, &self.model).await
+    }
+
+    /// Records the backward of every top-level layer, last first, from the loss gradient `d`.
+    /// With `marks` (the store's mark before each layer's forward) each layer's compressed saved
+    /// activations are restored just before its backward; without, the store already holds them
+    /// (the probe's exact copies).
+    async fn backward(
+        &mut self,
+        ctx: &GpuContext,
+        mut d: Tensor,
+        quant: Option<&super::precision::QuantPlan>,
+        marks: Option<&[u64]>,
+    ) -> Result<()> {
+        let label = if marks.is_some() { "backward" } else { "probe backward" };
         for i in (0..self.model.layer_count()).rev() {
+            if let Some(marks) = marks {
+                self.saved.restore_since(ctx, marks[i]).await?;
+            }
             let (model, saved) = (&mut self.model, &mut self.saved);
-            match record(ctx, "probe backward", |enc| {
+            match record(ctx, label, |enc| {
                 model.backward_layer(i, &mut Pass { ctx, enc, saved, train: true, quant }, d)
             })
             .await?
@@ -250,8 +258,7 @@ impl Trainer {
                 None => break,
             }
         }
-        self.saved.put_back(held);
-        read_gradients(ctx, &self.model).await
+        Ok(())
     }
 
     /// Reads the summed loss and accuracy since the last read (waiting for the GPU), and resets
