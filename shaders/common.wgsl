@@ -1,5 +1,5 @@
-// Shared primitives of docs/CODEC.md: RNG, powers of two, scale codes, quantization, f16/bf16.
-// Prepended to every codec shader; binding 0 of group 0 is always the host tables.
+// Shared primitives of docs/CODEC.md: powers of two, scale codes, quantization, f16/bf16.
+// Prepended (after rng.wgsl) to every codec shader; binding 0 of group 0 is always the host tables.
 
 struct Tables {
     basis: array<vec4<f32>, 16>,   // DCT basis B[k*8+n]
@@ -63,20 +63,6 @@ fn dct_inverse(x: Tile) -> Tile {
     let t = pass_rows(x, brow(0u), brow(1u), brow(2u), brow(3u), brow(4u), brow(5u), brow(6u), brow(7u));
     return pass_rows(Tile(bcol(0u), bcol(1u), bcol(2u), bcol(3u), bcol(4u), bcol(5u), bcol(6u), bcol(7u)),
                      t.r0, t.r1, t.r2, t.r3, t.r4, t.r5, t.r6, t.r7);
-}
-
-fn hash32(x_in: u32) -> u32 {
-    var x = x_in;
-    x ^= x >> 16u;
-    x *= 0x7feb352du;
-    x ^= x >> 15u;
-    x *= 0x846ca68bu;
-    x ^= x >> 16u;
-    return x;
-}
-
-fn rng24(seed: u32, stream: u32, index: u32) -> u32 {
-    return hash32(hash32(hash32(seed ^ 0x9e3779b9u) ^ stream) ^ index) >> 8u;
 }
 
 fn pow2(n: i32) -> f32 { return bitcast<f32>(u32(n + 127) << 23u); }

@@ -2,7 +2,7 @@
 // per-tensor min/max, quantize then dequantize into a new tensor. Three dispatches share one
 // binding set: `minmax_partial` (up to 256 workgroups, each a strided slice, to partial pairs),
 // `minmax_final` (one workgroup, partials to scratch[512..514]) and `fake_quant` (one invocation
-// per value, nearest or stochastic rounding from the counter-based RNG of common.wgsl).
+// per value, nearest or stochastic rounding from the counter-based RNG of rng.wgsl).
 // min/max are exact whatever the order, so the result is deterministic.
 
 struct FqParams { n: u32, bits: u32, seed: u32, stream: u32, stochastic: u32, partials: u32, _a: u32, _b: u32 }
@@ -14,21 +14,6 @@ struct FqParams { n: u32, bits: u32, seed: u32, stream: u32, stochastic: u32, pa
 
 var<workgroup> wmin: array<f32, 256>;
 var<workgroup> wmax: array<f32, 256>;
-
-// The RNG of common.wgsl (`hash32`, `rng24`), copied: this shader takes no host tables.
-fn hash32(x_in: u32) -> u32 {
-    var v = x_in;
-    v ^= v >> 16u;
-    v *= 0x7feb352du;
-    v ^= v >> 15u;
-    v *= 0x846ca68bu;
-    v ^= v >> 16u;
-    return v;
-}
-
-fn rng24(seed: u32, stream: u32, index: u32) -> u32 {
-    return hash32(hash32(hash32(seed ^ 0x9e3779b9u) ^ stream) ^ index) >> 8u;
-}
 
 // Tree reduction of the workgroup's (wmin, wmax) into slot 0.
 fn reduce_workgroup(lid: u32) {

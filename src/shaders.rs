@@ -1,7 +1,22 @@
-//! The one shader registry: WGSL sources by name, each prefixed with the shared primitives.
+//! The one shader registry: WGSL sources by name, each prefixed with the shared primitives it uses.
 
-/// Shared primitives (RNG, scale codes, quantization, bit packing) prepended to codec shaders.
+/// The counter-based RNG (`hash32`, `rng24`), prepended to every shader that draws random numbers.
+pub const RNG: &str = include_str!("../shaders/rng.wgsl");
+
+/// Shared codec primitives (scale codes, quantization, bit packing, the DCT) with the host
+/// tables at binding 0, prepended (after [`RNG`]) to codec shaders.
 pub const COMMON: &str = include_str!("../shaders/common.wgsl");
+
+/// What is prepended to a shader's own WGSL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prelude {
+    /// Nothing.
+    None,
+    /// [`RNG`].
+    Rng,
+    /// [`RNG`] then [`COMMON`] (its tables are then binding 0).
+    Codec,
+}
 
 /// One registered shader.
 pub struct ShaderInfo {
@@ -9,33 +24,33 @@ pub struct ShaderInfo {
     pub name: &'static str,
     /// The file's WGSL.
     pub body: &'static str,
-    /// Whether [`COMMON`] is prepended (its tables are then binding 0).
-    pub common: bool,
+    /// What is prepended to `body`.
+    pub prelude: Prelude,
     /// Kind of each binding of group 0, in order: `u` uniform, `r` read-only storage,
     /// `w` read-write storage. Every entry point of the shader shares this layout.
     pub layout: &'static str,
 }
 
-const fn shader(name: &'static str, body: &'static str, common: bool, layout: &'static str) -> ShaderInfo {
-    ShaderInfo { name, body, common, layout }
+const fn shader(name: &'static str, body: &'static str, prelude: Prelude, layout: &'static str) -> ShaderInfo {
+    ShaderInfo { name, body, prelude, layout }
 }
 
 /// Every shader of the crate.
 pub const SHADERS: &[ShaderInfo] = &[
-    shader("copy", include_str!("../shaders/copy.wgsl"), false, "rwu"),
-    shader("scan", include_str!("../shaders/scan.wgsl"), false, "uww"),
-    shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), true, "uurwwwrww"),
-    shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), true, "uurrrrwr"),
-    shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), true, "uuruwrww"),
-    shader("uniform", include_str!("../shaders/uniform.wgsl"), true, "uurwwwww"),
-    shader("division", include_str!("../shaders/division.wgsl"), true, "uurwwwwww"),
-    shader("gemm", include_str!("../shaders/gemm.wgsl"), false, "urrrw"),
-    shader("ops_elementwise", include_str!("../shaders/ops_elementwise.wgsl"), false, "urrww"),
-    shader("ops_pool", include_str!("../shaders/ops_pool.wgsl"), false, "urrww"),
-    shader("ops_bn", include_str!("../shaders/ops_bn.wgsl"), false, "urrrwwwww"),
-    shader("ops_loss", include_str!("../shaders/ops_loss.wgsl"), false, "urrwww"),
-    shader("ops_optim", include_str!("../shaders/ops_optim.wgsl"), false, "uwrww"),
-    shader("fakequant", include_str!("../shaders/fakequant.wgsl"), false, "urww"),
+    shader("copy", include_str!("../shaders/copy.wgsl"), Prelude::None, "rwu"),
+    shader("scan", include_str!("../shaders/scan.wgsl"), Prelude::None, "uww"),
+    shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), Prelude::Codec, "uurwwwrww"),
+    shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), Prelude::Codec, "uurrrrwr"),
+    shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), Prelude::Codec, "uuruwrww"),
+    shader("uniform", include_str!("../shaders/uniform.wgsl"), Prelude::Codec, "uurwwwww"),
+    shader("division", include_str!("../shaders/division.wgsl"), Prelude::Codec, "uurwwwwww"),
+    shader("gemm", include_str!("../shaders/gemm.wgsl"), Prelude::None, "urrrw"),
+    shader("ops_elementwise", include_str!("../shaders/ops_elementwise.wgsl"), Prelude::None, "urrww"),
+    shader("ops_pool", include_str!("../shaders/ops_pool.wgsl"), Prelude::None, "urrww"),
+    shader("ops_bn", include_str!("../shaders/ops_bn.wgsl"), Prelude::None, "urrrwwwww"),
+    shader("ops_loss", include_str!("../shaders/ops_loss.wgsl"), Prelude::None, "urrwww"),
+    shader("ops_optim", include_str!("../shaders/ops_optim.wgsl"), Prelude::None, "uwrww"),
+    shader("fakequant", include_str!("../shaders/fakequant.wgsl"), Prelude::Rng, "urww"),
 ];
 
 /// Names of every registered shader.
@@ -50,5 +65,9 @@ pub fn info(name: &str) -> Option<&'static ShaderInfo> {
 
 /// Full WGSL source of shader `name`, or `None` if it is not registered.
 pub fn source(name: &str) -> Option<String> {
-    info(name).map(|s| if s.common { format!("{COMMON}\n{}", s.body) } else { s.body.to_string() })
+    info(name).map(|s| match s.prelude {
+        Prelude::None => s.body.to_string(),
+        Prelude::Rng => format!("{RNG}\n{}", s.body),
+        Prelude::Codec => format!("{RNG}\n{COMMON}\n{}", s.body),
+    })
 }

@@ -40,3 +40,12 @@ fn layouts_match_declared_bindings() {
         assert_eq!(bindings, declared, "shader {} declares bindings that differ from its registry layout", info.name);
     }
 }
+
+#[test]
+fn the_rng_is_defined_once() {
+    // Shaders draw random numbers only through the RNG prelude, never a copy of it.
+    for info in fdsr::shaders::SHADERS {
+        assert!(!info.body.contains("fn hash32") && !info.body.contains("fn rng24"), "{} copies the RNG", info.name);
+    }
+    assert!(!fdsr::shaders::COMMON.contains("fn hash32"), "common.wgsl copies the RNG");
+}

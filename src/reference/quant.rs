@@ -1,6 +1,7 @@
 //! Shared quantization primitives (docs/CODEC.md, "Shared primitives"): the counter-based RNG,
 //! power-of-two construction, 8-bit log-scale codes, symmetric and asymmetric stochastic
-//! quantization, and bf16/f16 conversions. `shaders/common.wgsl` mirrors every function here.
+//! quantization, and bf16/f16 conversions. `shaders/rng.wgsl` (the RNG) and
+//! `shaders/common.wgsl` (the rest) mirror every function here.
 
 use crate::codec::config::Rounding;
 use half::f16;
