@@ -2,15 +2,20 @@
 // per-tensor min/max, quantize then dequantize into a new tensor. Three dispatches share one
 // binding set: `minmax_partial` (up to 256 workgroups, each a strided slice, to partial pairs),
 // `minmax_final` (one workgroup, partials to scratch[512..514]) and `fake_quant` (one invocation
-// per value, nearest or stochastic rounding from the counter-based RNG of rng.wgsl).
+// per value, nearest or stochastic rounding from the counter-based RNG of rng.wgsl). With
+// `per_sample` > 0 the bits vary per input: value i takes opts[choice[i / per_sample]] (DFQ).
 // min/max are exact whatever the order, so the result is deterministic.
 
-struct FqParams { n: u32, bits: u32, seed: u32, stream: u32, stochastic: u32, partials: u32, _a: u32, _b: u32 }
+struct FqParams {
+    n: u32, bits: u32, seed: u32, stream: u32, stochastic: u32, partials: u32, per_sample: u32, _b: u32,
+    opts: vec4<u32>,
+}
 
 @group(0) @binding(0) var<uniform> p: FqParams;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<storage, read_write> scratch: array<f32>;
+@group(0) @binding(4) var<storage, read> choice: array<u32>;
 
 var<workgroup> wmin: array<f32, 256>;
 var<workgroup> wmax: array<f32, 256>;
@@ -78,7 +83,11 @@ fn fake_quant(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
         y[i] = v;
         return;
     }
-    let levels = f32((1u << p.bits) - 1u);
+    var bits = p.bits;
+    if (p.per_sample != 0u) {
+        bits = p.opts[choice[i / p.per_sample]];
+    }
+    let levels = f32((1u << bits) - 1u);
     let inv = levels / range;
     let step = range / levels;
     var u = 0.5;

@@ -7,6 +7,9 @@ pub const RNG: &str = include_str!("../shaders/rng.wgsl");
 /// tables at binding 0, prepended (after [`RNG`]) to codec shaders.
 pub const COMMON: &str = include_str!("../shaders/common.wgsl");
 
+/// `GateParams`, the uniform both DFQ gate shaders take, prepended (after [`RNG`]) to them.
+pub const GATE: &str = include_str!("../shaders/gate_params.wgsl");
+
 /// What is prepended to a shader's own WGSL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prelude {
@@ -16,6 +19,8 @@ pub enum Prelude {
     Rng,
     /// [`RNG`] then [`COMMON`] (its tables are then binding 0).
     Codec,
+    /// [`RNG`] then [`GATE`].
+    Gate,
 }
 
 /// One registered shader.
@@ -50,7 +55,9 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("ops_bn", include_str!("../shaders/ops_bn.wgsl"), Prelude::None, "urrrwwwww"),
     shader("ops_loss", include_str!("../shaders/ops_loss.wgsl"), Prelude::None, "urrwww"),
     shader("ops_optim", include_str!("../shaders/ops_optim.wgsl"), Prelude::None, "uwrww"),
-    shader("fakequant", include_str!("../shaders/fakequant.wgsl"), Prelude::Rng, "urww"),
+    shader("fakequant", include_str!("../shaders/fakequant.wgsl"), Prelude::Rng, "urwwr"),
+    shader("gate_forward", include_str!("../shaders/gate_forward.wgsl"), Prelude::Gate, "urrrwwww"),
+    shader("gate_backward", include_str!("../shaders/gate_backward.wgsl"), Prelude::Gate, "urrrrrwww"),
 ];
 
 /// Names of every registered shader.
@@ -69,5 +76,6 @@ pub fn source(name: &str) -> Option<String> {
         Prelude::None => s.body.to_string(),
         Prelude::Rng => format!("{RNG}\n{}", s.body),
         Prelude::Codec => format!("{RNG}\n{COMMON}\n{}", s.body),
+        Prelude::Gate => format!("{RNG}\n{GATE}\n{}", s.body),
     })
 }

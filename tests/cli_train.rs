@@ -46,7 +46,7 @@ fn bad_flags_are_named() {
         ("--precision", "fractrain", "precision policy 'fractrain': expected static"),
         ("--precision", "static:fw=1", "outside 2..=16"),
         ("--precision", "fractrain-pfq:window=x", "window='x' is not a number"),
-        ("--precision", "fractrain-dfq", "not implemented"),
+        ("--precision", "fractrain-dfq:fw=8,4;bw=8,8", "ascending"),
     ] {
         let e = error_of(&fdsr(&["train", flag, value]));
         assert!(e.contains(says), "{flag} {value}: {e}");

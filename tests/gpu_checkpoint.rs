@@ -63,7 +63,7 @@ fn resumed_run_matches_uninterrupted_run() {
         for _ in 0..3 {
             pollster::block_on(first.step(&ctx)).unwrap();
         }
-        let bytes = pollster::block_on(checkpoint::save(&ctx, &first.trainer, &[])).unwrap().to_bytes().unwrap();
+        let bytes = pollster::block_on(checkpoint::save(&ctx, &mut first.trainer, &[])).unwrap().to_bytes().unwrap();
         drop(first); // the "killed" run
 
         let mut resumed = start();
@@ -78,8 +78,8 @@ fn resumed_run_matches_uninterrupted_run() {
 #[test]
 fn foreign_checkpoints_are_refused_without_changes() {
     let Some(ctx) = common::gpu() else { return };
-    let s = session(&ctx, config(OptKind::Sgd));
-    let st = pollster::block_on(checkpoint::save(&ctx, &s.trainer, &[])).unwrap();
+    let mut s = session(&ctx, config(OptKind::Sgd));
+    let st = pollster::block_on(checkpoint::save(&ctx, &mut s.trainer, &[])).unwrap();
     let mut other = config(OptKind::Sgd);
     other.lr = 0.1;
     let mut t = Trainer::new(&ctx, other).unwrap();

@@ -1,8 +1,9 @@
-//! Quantized-compute simulation in training: `tiny` on synthetic images under static, PFQ and
-//! DPC precision (alone and with compressed saved activations) trains with a finite loss and
-//! counts BitOPs saved against static fw=8/bw=16; a PFQ run resumed from a checkpoint (its
-//! schedule advanced by the evaluation loss on both sides of it) ends exactly as the
-//! uninterrupted run.
+//! Quantized-compute simulation in training: `tiny` on synthetic images under static, PFQ, DFQ
+//! and DPC precision (alone and with compressed saved activations) trains with a finite loss and
+//! counts BitOPs saved against static fw=8/bw=16; DFQ's cost regularizer moves the gates toward
+//! cheap or expensive options as its target asks; PFQ and DFQ runs resumed from a checkpoint
+//! (PFQ's schedule advanced by the evaluation loss on both sides of it) end exactly as the
+//! uninterrupted runs.
 
 mod common;
 
@@ -29,7 +30,7 @@ fn config(policy: Option<&str>) -> TrainConfig {
 fn session(ctx: &GpuContext, cfg: TrainConfig, precision: &str) -> Session {
     let mut s = Session::new(Trainer::new(ctx, cfg).unwrap(), synthetic::images(24, 28, 28, 10, 3)).unwrap();
     s.trainer.set_controller(None).unwrap();
-    s.trainer.set_precision(Some(precision.parse().unwrap()));
+    s.trainer.set_precision(ctx, Some(precision.parse().unwrap())).unwrap();
     s
 }
 
@@ -62,6 +63,9 @@ fn precision_policies_train_and_save_bitops() {
         ("fractrain-pfq", Some("uniform:2")),
         // Weights kept fp32: activations at 3 and gradients at 6 bits still beat 8/8/16.
         ("fractrain-pfq:weights=0", None),
+        // Every option of the default costs less than 8/8/16.
+        ("fractrain-dfq", None),
+        ("fractrain-dfq:full-ends=0", Some("fdsr:budget=2")),
     ] {
         let mut s = session(&ctx, config(saved), prec);
         while !s.done() {
@@ -84,46 +88,87 @@ fn precision_policies_train_and_save_bitops() {
     }
 }
 
+/// The gate bias of `layer2.conv` (tiny's one gated layer).
+fn gate_bias(ctx: &GpuContext, s: &Session) -> Vec<f32> {
+    let mut out = Vec::new();
+    s.trainer.model.visit(&mut |p| {
+        if p.name == "layer2.conv.gate.bias" {
+            out = pollster::block_on(p.value.to_vec(ctx)).unwrap();
+        }
+    });
+    out
+}
+
 #[test]
-fn pfq_resume_is_exact() {
+fn dfq_gates_follow_the_cost_target() {
+    let Some(ctx) = common::gpu() else { return };
+    let eval = synthetic::images(8, 28, 28, 10, 79);
+    // Options cost 0.4 and 1.0 of 8/16: a target below both pulls toward 4 bits, above both
+    // toward 8; a strong regularizer outweighs the task's preference.
+    let mut saved = Vec::new();
+    for (target, cheap_wins) in [(0.1, true), (2.0, false)] {
+        let prec = format!("fractrain-dfq:fw=4,8;bw=8,16;target={target};alpha=200");
+        let mut s = session(&ctx, config(None), &prec);
+        while !s.done() {
+            step(&ctx, &mut s, &eval);
+        }
+        let b = gate_bias(&ctx, &s);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0] > b[1], cheap_wins, "target {target}: gate bias {b:?}");
+        pollster::block_on(s.trainer.count_gates(&ctx)).unwrap();
+        saved.push(s.trainer.precision.saved_vs_static().unwrap());
+    }
+    eprintln!("DFQ BitOPs saved against static 8/16: target 0.1 {:.4}, target 2.0 {:.4}", saved[0], saved[1]);
+    assert!(saved[0] > saved[1], "{saved:?}");
+}
+
+#[test]
+fn pfq_and_dfq_resume_is_exact() {
     let Some(ctx) = common::gpu() else { return };
     let eval = synthetic::images(8, 28, 28, 10, 78);
     // A plateau rule that turns quickly, so stages change before and after the checkpoint.
-    let prec = "fractrain-pfq:fw=3,4,6,8;bw=6,6,8,8;window=2;threshold=0.5;decay=0.9";
-    let mut full = session(&ctx, config(None), prec);
-    let mut stages = Vec::new();
-    while !full.done() {
-        step(&ctx, &mut full, &eval);
-        stages.push(full.trainer.precision.pfq.as_ref().unwrap().stage);
-    }
-    assert_eq!(stages.len(), 6);
-    assert!(stages[5] > stages[2] && stages[2] > 0, "stages {stages:?}: the schedule must turn on both sides");
+    let pfq = "fractrain-pfq:fw=3,4,6,8;bw=6,6,8,8;window=2;threshold=0.5;decay=0.9";
+    for prec in [pfq, "fractrain-dfq:alpha=5"] {
+        let mut full = session(&ctx, config(None), prec);
+        let mut stages = Vec::new();
+        while !full.done() {
+            step(&ctx, &mut full, &eval);
+            stages.push(full.trainer.precision.pfq.as_ref().map_or(0, |p| p.stage));
+        }
+        assert_eq!(stages.len(), 6);
+        if prec == pfq {
+            assert!(stages[5] > stages[2] && stages[2] > 0, "stages {stages:?}: the schedule must turn on both sides");
+        }
 
-    let mut first = session(&ctx, config(None), prec);
-    for _ in 0..3 {
-        step(&ctx, &mut first, &eval);
-    }
-    let bytes = pollster::block_on(checkpoint::save(&ctx, &first.trainer, &[])).unwrap().to_bytes().unwrap();
-    drop(first);
-    let st = SafeTensors::from_bytes(&bytes).unwrap();
+        let mut first = session(&ctx, config(None), prec);
+        for _ in 0..3 {
+            step(&ctx, &mut first, &eval);
+        }
+        let bytes = pollster::block_on(checkpoint::save(&ctx, &mut first.trainer, &[])).unwrap().to_bytes().unwrap();
+        drop(first);
+        let st = SafeTensors::from_bytes(&bytes).unwrap();
 
-    // Another precision policy, or none, is refused.
-    for other in [Some("dpc"), None] {
-        let mut s =
-            Session::new(Trainer::new(&ctx, config(None)).unwrap(), synthetic::images(24, 28, 28, 10, 3)).unwrap();
-        s.trainer.set_precision(other.map(|p| p.parse().unwrap()));
-        let e = checkpoint::restore(&ctx, &mut s.trainer, &st).unwrap_err().to_string();
-        assert!(e.contains("precision policy"), "{e}");
-        assert_eq!(s.trainer.step, 0);
-    }
+        // Another precision policy, or none, is refused.
+        for other in [Some("dpc"), None] {
+            let mut s =
+                Session::new(Trainer::new(&ctx, config(None)).unwrap(), synthetic::images(24, 28, 28, 10, 3)).unwrap();
+            s.trainer.set_precision(&ctx, other.map(|p| p.parse().unwrap())).unwrap();
+            let e = checkpoint::restore(&ctx, &mut s.trainer, &st).unwrap_err().to_string();
+            assert!(e.contains("precision policy"), "{e}");
+            assert_eq!(s.trainer.step, 0);
+        }
 
-    let mut resumed = session(&ctx, config(None), prec);
-    checkpoint::restore(&ctx, &mut resumed.trainer, &st).unwrap();
-    while !resumed.done() {
-        step(&ctx, &mut resumed, &eval);
+        let mut resumed = session(&ctx, config(None), prec);
+        checkpoint::restore(&ctx, &mut resumed.trainer, &st).unwrap();
+        while !resumed.done() {
+            step(&ctx, &mut resumed, &eval);
+        }
+        for s in [&mut resumed, &mut full] {
+            pollster::block_on(s.trainer.count_gates(&ctx)).unwrap();
+        }
+        let (a, b) = (&resumed.trainer.precision, &full.trainer.precision);
+        assert_eq!(a.pfq, b.pfq);
+        assert_eq!((a.bitops, a.baseline_bitops), (b.bitops, b.baseline_bitops), "{prec}");
+        assert_eq!(weights(&ctx, &resumed), weights(&ctx, &full), "{prec}: resumed weights differ");
     }
-    let (a, b) = (&resumed.trainer.precision, &full.trainer.precision);
-    assert_eq!(a.pfq, b.pfq);
-    assert_eq!((a.bitops, a.baseline_bitops), (b.bitops, b.baseline_bitops));
-    assert_eq!(weights(&ctx, &resumed), weights(&ctx, &full), "resumed weights differ");
 }

@@ -2,7 +2,7 @@
 //! and the buffer pool's accounting adds up.
 
 use fdsr::codec::{division_gpu, fdsr_gpu, reuse_gpu, scan, tables, uniform_gpu};
-use fdsr::engine::ops::{batchnorm, elementwise, loss, optim, pool};
+use fdsr::engine::ops::{batchnorm, elementwise, fakequant, gate, loss, optim, pool};
 use std::mem::size_of;
 
 fn wgsl_struct_size(shader: &str, name: &str) -> u32 {
@@ -20,7 +20,7 @@ fn wgsl_struct_size(shader: &str, name: &str) -> u32 {
 
 #[test]
 fn rust_param_structs_match_wgsl() {
-    let cases: [(&str, &str, usize); 15] = [
+    let cases: [(&str, &str, usize); 18] = [
         ("fdsr_reuse", "ReuseParams", size_of::<reuse_gpu::ReuseParams>()),
         ("fdsr_reuse", "Hyper", size_of::<reuse_gpu::Hyper>()),
         ("fdsr_reuse", "Tables", size_of::<tables::Tables>()),
@@ -36,6 +36,9 @@ fn rust_param_structs_match_wgsl() {
         ("ops_bn", "BnParams", size_of::<batchnorm::BnGpuParams>()),
         ("ops_loss", "LossParams", size_of::<loss::LossParams>()),
         ("ops_optim", "OptimParams", size_of::<optim::OptimParams>()),
+        ("fakequant", "FqParams", size_of::<fakequant::FqParams>()),
+        ("gate_forward", "GateParams", size_of::<gate::GateParams>()),
+        ("gate_backward", "GateParams", size_of::<gate::GateParams>()),
     ];
     for (shader, name, rust) in cases {
         assert_eq!(wgsl_struct_size(shader, name) as usize, rust, "{shader}::{name} vs its Rust mirror");

@@ -1,5 +1,6 @@
 //! Parameter-free layers (ReLU, pooling, flatten), the residual basic block and `Sequential`.
 
+use super::gate::Gate;
 use super::layers::{BatchNorm2d, Builder, Conv2d, Layer, Pass};
 use super::ops;
 use super::param::Param;
@@ -124,6 +125,9 @@ impl Layer for Sequential {
     fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param)) {
         self.layers.iter_mut().for_each(|l| l.visit_mut(f));
     }
+    fn gates(&mut self, f: &mut dyn FnMut(&str, &mut Option<Gate>)) {
+        self.layers.iter_mut().for_each(|l| l.gates(f));
+    }
 }
 
 /// ResNet basic block: `relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))`, the shortcut a
@@ -187,6 +191,12 @@ impl Layer for BasicBlock {
         self.main.visit_mut(f);
         if let Some(s) = &mut self.shortcut {
             s.visit_mut(f);
+        }
+    }
+    fn gates(&mut self, f: &mut dyn FnMut(&str, &mut Option<Gate>)) {
+        self.main.gates(f);
+        if let Some(s) = &mut self.shortcut {
+            s.gates(f);
         }
     }
 }

@@ -32,8 +32,10 @@ pub fn config_key(c: &TrainConfig) -> String {
     )
 }
 
-/// The trainer's whole state (reads every tensor back from the device).
-pub async fn save(ctx: &GpuContext, t: &Trainer, extra: &[(&str, String)]) -> Result<SafeTensors> {
+/// The trainer's whole state (reads every tensor back from the device; DFQ gates' counts are
+/// first added to the BitOPs count).
+pub async fn save(ctx: &GpuContext, t: &mut Trainer, extra: &[(&str, String)]) -> Result<SafeTensors> {
+    t.count_gates(ctx).await?;
     let mut tensors = Vec::new();
     let mut params = Vec::new();
     t.model.visit(&mut |p| params.push((p.name.clone(), p.value.clone())));

@@ -1,10 +1,11 @@
 //! Layers: each op's forward and backward together, with the state it saves made explicit
 //! (through [`SavedActivations`]) and its parameters visited by name.
 
+use super::gate::Gate;
 use super::gemm::{self, ConvGeom};
 use super::ops;
 use super::param::{Init, Param};
-use super::precision::QuantPlan;
+use super::precision::{DfqPlan, QuantPlan};
 use super::quantized;
 use super::saved::{Kind, SavedActivations};
 use super::tensor::Tensor;
@@ -37,6 +38,8 @@ pub trait Layer {
     fn visit(&self, f: &mut dyn FnMut(&Param));
     /// Visits parameters and buffers mutably.
     fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param));
+    /// Visits the DFQ gate slot of every conv layer inside, with the layer's name.
+    fn gates(&mut self, _f: &mut dyn FnMut(&str, &mut Option<Gate>)) {}
 }
 
 /// Hands out layer ids (saved-activation keys) and seeds parameters while a model is built.
@@ -70,6 +73,8 @@ pub struct Conv2d {
     geom: Option<ConvGeom>,
     /// The quantized weight of the last training forward (its backward uses it).
     wq: Option<Tensor>,
+    /// The DFQ gate picking this layer's bits per input, where the policy has one.
+    gate: Option<Gate>,
 }
 
 impl Conv2d {
@@ -87,23 +92,77 @@ impl Conv2d {
     ) -> Result<Self> {
         let init = Init::KaimingNormal { fan_in: cin * k * k };
         let weight = Param::trainable(b.ctx, format!("{name}.weight"), &[cout, cin, k, k], init, true, &mut b.rng)?;
-        Ok(Conv2d { id: b.id(), name: name.to_string(), weight, stride, pad, input_grad, geom: None, wq: None })
+        let (id, name) = (b.id(), name.to_string());
+        Ok(Conv2d { id, name, weight, stride, pad, input_grad, geom: None, wq: None, gate: None })
+    }
+
+    /// The backward of a gated layer (it has an input gradient): output gradient and input at
+    /// the gate's bits, then the gate's own gradient from the input gradient.
+    fn gated_backward(
+        &mut self,
+        p: &mut Pass<'_>,
+        dy: Tensor,
+        (gate, q, d, _): &mut Gated<'_>,
+    ) -> Result<Option<Tensor>> {
+        let g = self.geom.ok_or_else(|| no_forward(&self.weight.name))?;
+        let stream = q.backward_bits(&self.name).map_or(0, |b| b.1);
+        let x = p.saved.load(self.id, 0)?;
+        let dy = gate.output_grad(p, &dy, d, (q.seed, stream))?;
+        let xq = gate.requantize(p, &x, d)?;
+        gemm::conv2d_backward_weight(p.ctx, p.enc, &g, &dy, &xq, self.weight.grad()?)?;
+        let w = self.wq.as_ref().unwrap_or(&self.weight.value);
+        let dx = gemm::conv2d_backward_data(p.ctx, p.enc, &g, &dy, w)?;
+        gate.backward(p, &x, &dx, d)?;
+        Ok(Some(dx))
+    }
+
+    /// The gate (taken out) and its plan, where the step's plan gates this layer.
+    fn take_gate<'q>(&mut self, p: &Pass<'q>) -> Result<Option<Gated<'q>>> {
+        let Some((q, (d, stream))) = p.quant.and_then(|q| Some((q, q.gate(&self.name)?))) else { return Ok(None) };
+        let gate = self.gate.take().ok_or_else(|| {
+            FdsrError::InvalidConfig(format!(
+                "{} is gated by the precision policy but has no gate installed",
+                self.name
+            ))
+        })?;
+        Ok(Some((gate, q, d, stream)))
     }
 }
 
+/// A conv layer's gate with the step's plan, its options and its noise stream.
+type Gated<'q> = (Gate, &'q QuantPlan, &'q DfqPlan, u32);
+
 impl Layer for Conv2d {
     fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
-        let (x, wq) = quantized::forward_operands(p, &self.name, x, &self.weight.value)?;
+        // The conv's input and what is saved for backward: both the quantized input, except
+        // under a gate, which quantizes per input and keeps the raw input (backward quantizes
+        // it again, and the gate's gradient needs it).
+        let (input, keep, wq) = match self.take_gate(p)? {
+            Some((mut gate, q, d, stream)) => {
+                let xq = gate.forward(p, &x, d, (q.seed, stream));
+                self.gate = Some(gate);
+                (xq?, x, quantized::weight(p, &self.name, &self.weight.value)?)
+            }
+            None => {
+                let (xq, wq) = quantized::forward_operands(p, &self.name, x, &self.weight.value)?;
+                (xq.clone(), xq, wq)
+            }
+        };
         let w = wq.as_ref().unwrap_or(&self.weight.value);
-        let y = gemm::conv2d_forward(p.ctx, p.enc, &x, w, None, self.stride, self.pad)?;
+        let y = gemm::conv2d_forward(p.ctx, p.enc, &input, w, None, self.stride, self.pad)?;
         if p.train {
             self.wq = wq;
-            self.geom = Some(ConvGeom::of(x.shape(), self.weight.value.shape(), self.stride, self.pad)?);
-            p.saved.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense);
+            self.geom = Some(ConvGeom::of(keep.shape(), self.weight.value.shape(), self.stride, self.pad)?);
+            p.saved.save(self.id, 0, &format!("{}.input", self.name), &keep, Kind::Dense);
         }
         Ok(y)
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
+        if let Some(mut gated) = self.take_gate(p)? {
+            let dx = self.gated_backward(p, dy, &mut gated);
+            self.gate = Some(gated.0);
+            return dx;
+        }
         let g = self.geom.ok_or_else(|| no_forward(&self.weight.name))?;
         let x = p.saved.load(self.id, 0)?;
         let dy = quantized::output_grad(p, &self.name, dy)?;
@@ -115,11 +174,20 @@ impl Layer for Conv2d {
         let w = self.wq.as_ref().unwrap_or(&self.weight.value);
         Ok(Some(gemm::conv2d_backward_data(p.ctx, p.enc, &g, &dy, w)?))
     }
+    fn gates(&mut self, f: &mut dyn FnMut(&str, &mut Option<Gate>)) {
+        f(&self.name, &mut self.gate);
+    }
     fn visit(&self, f: &mut dyn FnMut(&Param)) {
         f(&self.weight);
+        if let Some(g) = &self.gate {
+            g.visit(f);
+        }
     }
     fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param)) {
         f(&mut self.weight);
+        if let Some(g) = &mut self.gate {
+            g.visit_mut(f);
+        }
     }
 }
 

@@ -5,6 +5,7 @@ pub mod batch;
 pub mod blocks;
 pub mod checkpoint;
 pub mod controller;
+pub mod gate;
 pub mod gemm;
 pub mod layers;
 pub mod model;

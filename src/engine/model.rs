@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::blocks::{BasicBlock, Flatten, GlobalAvgPool, MaxPool2, Relu, Sequential};
+use super::gate::Gate;
 use super::layers::{BatchNorm2d, Builder, Conv2d, Layer, Linear, Pass};
 use super::param::Param;
 use super::tensor::Tensor;
@@ -152,6 +153,11 @@ impl Model {
     /// Visits every parameter and buffer mutably, in the same order.
     pub fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Param)) {
         self.net.visit_mut(f);
+    }
+
+    /// Visits the DFQ gate slot of every conv layer, with the layer's name.
+    pub fn gates(&mut self, f: &mut dyn FnMut(&str, &mut Option<Gate>)) {
+        self.net.gates(f);
     }
 
     /// Number of trainable values.

@@ -1,7 +1,8 @@
 //! Quantized-compute simulation at the conv and linear layers (FracTrain style): their input
 //! activation and (unless the policy says `weights=0`) weight are fake-quantized to the step's
 //! forward bits (nearest rounding), their output gradient to its backward bits (stochastic
-//! rounding); gradients pass straight through.
+//! rounding); gradients pass straight through. Layers with a DFQ gate take their bits per input
+//! from it (`engine::gate`).
 
 use super::layers::Pass;
 use super::ops;
@@ -14,8 +15,16 @@ pub fn forward_operands(p: &mut Pass<'_>, name: &str, x: Tensor, w: &Tensor) -> 
     let Some(q) = p.quant else { return Ok((x, None)) };
     let Some(bits) = q.forward_bits(name) else { return Ok((x, None)) };
     let xq = ops::fake_quant(p.ctx, p.enc, &x, bits, None)?;
-    let wq = if q.weights { Some(ops::fake_quant(p.ctx, p.enc, w, bits, None)?) } else { None };
-    Ok((xq, wq))
+    Ok((xq, weight(p, name, w)?))
+}
+
+/// A quantized copy of the weight `w` of layer `name` at its forward bits, `None` where weights
+/// stay fp32 (full precision or `weights=0`).
+pub fn weight(p: &mut Pass<'_>, name: &str, w: &Tensor) -> Result<Option<Tensor>> {
+    match p.quant.filter(|q| q.weights).and_then(|q| q.forward_bits(name)) {
+        Some(bits) => Ok(Some(ops::fake_quant(p.ctx, p.enc, w, bits, None)?)),
+        None => Ok(None),
+    }
 }
 
 /// The output gradient of layer `name` as its backward computes with it.

@@ -1,8 +1,11 @@
 //! The trainer: one training step (forward, loss, backward, update) recorded and submitted at a
 //! time, loss and accuracy summed on the device and read back only when asked, evaluation.
 
+use std::collections::HashMap;
+
 use super::batch::{make_batch, Normalization};
 use super::controller::{Controller, ControllerConfig, GradPair};
+use super::gate::Gate;
 use super::layers::Pass;
 use super::model::{Model, ModelName};
 use super::ops;
@@ -57,11 +60,11 @@ fn upload_batch(ctx: &GpuContext, images: &[f32], labels: &[u8]) -> Result<(Tens
     Ok((x, ops::upload_labels(ctx, labels)))
 }
 
-/// Reads back the gradient of every weight (`*.weight` parameters), in visiting order.
+/// Reads back the gradient of every weight (`*.weight` parameters, not DFQ gates'), in visiting order.
 async fn read_gradients(ctx: &GpuContext, model: &Model) -> Result<Vec<(String, Vec<f32>)>> {
     let mut grads = Vec::new();
     model.visit(&mut |p| {
-        if let (true, Some(g)) = (p.name.ends_with(".weight"), &p.grad) {
+        if let (true, Some(g)) = (p.name.ends_with(".weight") && !p.name.contains(".gate."), &p.grad) {
             grads.push((p.name.clone(), g.clone()));
         }
     });
@@ -145,9 +148,43 @@ impl Trainer {
     }
 
     /// Sets the precision policy of conv and linear compute (`None`: fp32), restarting its
-    /// schedule and BitOPs count; call before the first step (or before restoring a checkpoint).
-    pub fn set_precision(&mut self, policy: Option<Precision>) {
-        self.precision = PrecisionRun::new(self.config.model, policy);
+    /// schedule and BitOPs count, installing DFQ's gates (fresh) where the policy has them and
+    /// restarting the optimizer; call before the first step (or before restoring a checkpoint).
+    pub fn set_precision(&mut self, ctx: &GpuContext, policy: Option<Precision>) -> Result<()> {
+        let run = PrecisionRun::new(self.config.model, policy);
+        let options = match &run.policy {
+            Some(Precision::Dfq { dfq, .. }) => dfq.fw.len(),
+            _ => 0,
+        };
+        let gated: HashMap<String, usize> = run.gated_layers().map(|l| (l.name.clone(), l.inputs)).collect();
+        let mut result = Ok(());
+        self.model.gates(&mut |name, slot| {
+            *slot = match (gated.get(name), &result) {
+                (Some(&channels), Ok(())) => Gate::new(ctx, name, channels, options).map_err(|e| result = Err(e)).ok(),
+                _ => None,
+            };
+        });
+        result?;
+        self.opt = Optimizer::new(ctx, &self.model, self.config.opt)?;
+        self.precision = run;
+        Ok(())
+    }
+
+    /// Adds the inputs DFQ's gates sent to each option since the last call to the BitOPs count
+    /// (waiting for the GPU); nothing without gates.
+    pub async fn count_gates(&mut self, ctx: &GpuContext) -> Result<()> {
+        let mut counts = Vec::new();
+        self.model.gates(&mut |name, slot| {
+            if let Some(g) = slot {
+                counts.push((name.to_string(), g.counts.clone()));
+            }
+        });
+        for (name, t) in counts {
+            let words: Vec<f32> = t.to_vec(ctx).await?.iter().map(|v| v.to_bits() as f32).collect();
+            t.write(ctx, &vec![0.0; words.len()])?;
+            self.precision.add_gate_counts(&name, &words)?;
+        }
+        Ok(())
     }
 
     /// Feeds an evaluation loss to the precision schedule (the PFQ plateau rule); returns whether
@@ -262,8 +299,10 @@ impl Trainer {
     }
 
     /// Reads the summed loss and accuracy since the last read (waiting for the GPU), and resets
-    /// them. A loss that is not finite is an error naming the step.
+    /// them; brings the BitOPs count up to date ([`Self::count_gates`]). A loss that is not
+    /// finite is an error naming the step.
     pub async fn read_metrics(&mut self, ctx: &GpuContext) -> Result<Metrics> {
+        self.count_gates(ctx).await?;
         let v = self.sums.to_vec(ctx).await?;
         let images = std::mem::take(&mut self.summed_images);
         let steps = std::mem::take(&mut self.summed_steps);

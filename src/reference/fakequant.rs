@@ -9,27 +9,42 @@ pub fn stream(step: u64, layer: u32) -> u32 {
     hash(hash(step as u32 ^ hash((step >> 32) as u32)) ^ layer)
 }
 
+/// Per-tensor `(min, max)` of `x`.
+pub fn min_max(x: &[f32]) -> (f32, f32) {
+    let mn = x.iter().copied().fold(f32::INFINITY, f32::min);
+    (mn, x.iter().copied().fold(f32::NEG_INFINITY, f32::max))
+}
+
+/// `v` quantized to `bits` over `[mn, mn + range]` (range > 0) and dequantized, with offset
+/// `u` in [0, 1): 1/2 rounds to nearest, a uniform draw stochastically.
+pub fn quantize(v: f32, mn: f32, range: f32, bits: u32, u: f32) -> f32 {
+    let levels = ((1u32 << bits) - 1) as f32;
+    let q = ((v - mn) * (levels / range) + u).floor().clamp(0.0, levels);
+    mn + q * (range / levels)
+}
+
 /// Quantize-dequantize `x` in place with `bits`; `rng = Some((seed, stream))` rounds
 /// stochastically (value `i` draws `rng24(seed, stream, i)`), `None` to nearest. A constant
 /// tensor is left as it is.
 pub fn fake_quant(x: &mut [f32], bits: u32, rng: Option<(u32, u32)>) {
     assert!((2..=16).contains(&bits), "bits {bits} outside 2..=16");
-    let mn = x.iter().copied().fold(f32::INFINITY, f32::min);
-    let mx = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    fake_quant_per_input(x, x.len(), &[0], &[bits], rng);
+}
+
+/// [`fake_quant`] over the range of the whole tensor `x` (inputs of `per` values each), with
+/// the bits of input `n` = `opts[choice[n]]` (DFQ's gates pick them).
+pub fn fake_quant_per_input(x: &mut [f32], per: usize, choice: &[u32], opts: &[u32], rng: Option<(u32, u32)>) {
+    let (mn, mx) = min_max(x);
     let range = mx - mn;
     if range.is_nan() || range <= 0.0 {
         return;
     }
-    let levels = ((1u32 << bits) - 1) as f32;
-    let inv = levels / range;
-    let step = range / levels;
     for (i, v) in x.iter_mut().enumerate() {
         let u = match rng {
             Some((seed, s)) => rng24(seed, s, i as u32) as f32 * (1.0 / (1u32 << 24) as f32),
             None => 0.5,
         };
-        let q = ((*v - mn) * inv + u).floor().clamp(0.0, levels);
-        *v = mn + q * step;
+        *v = quantize(*v, mn, range, opts[choice[i / per] as usize], u);
     }
 }
 
@@ -89,5 +104,23 @@ mod tests {
         fake_quant(&mut y3, bits, Some((1, stream(6, 0))));
         assert_eq!(y1, y2);
         assert_ne!(y1, y3);
+    }
+
+    #[test]
+    fn per_input_bits_follow_the_choices() {
+        let x = data(40, 5);
+        let mut y = x.clone();
+        fake_quant_per_input(&mut y, 10, &[0, 1, 1, 0], &[2, 8], None);
+        let distinct = |v: &[f32]| {
+            let mut d: Vec<u32> = v.iter().map(|v| v.to_bits()).collect();
+            d.sort_unstable();
+            d.dedup();
+            d.len()
+        };
+        assert!(distinct(&y[0..10]) <= 4 && distinct(&y[30..40]) <= 4);
+        assert!(distinct(&y[10..30]) > 4);
+        let mut whole = x.clone();
+        fake_quant(&mut whole, 8, None);
+        assert_eq!(y[10..30], whole[10..30], "one range for the whole tensor");
     }
 }

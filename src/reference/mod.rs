@@ -18,6 +18,7 @@ pub mod dct;
 pub mod division;
 pub mod fakequant;
 pub mod fdsr;
+pub mod gate;
 pub mod nn;
 pub mod nn_train;
 pub mod pack;

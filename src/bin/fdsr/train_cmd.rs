@@ -60,8 +60,9 @@ pub struct TrainArgs {
     #[arg(long, default_value = "none")]
     policy: String,
     /// Quantized-compute simulation of conv and linear layers: none, static:fw=F,bw=B,
-    /// fractrain-pfq[:fw=..;bw=..;window=W;threshold=T;decay=D;turns=K] or dpc[:fw=H,L;bw=H,L]
-    /// (each takes full-ends=0 to quantize the first conv and the classifier too).
+    /// fractrain-pfq[:fw=..;bw=..;window=W;threshold=T;decay=D;turns=K],
+    /// fractrain-dfq[:fw=..;bw=..;target=R;alpha=A;tau=T] or dpc[:fw=H,L;bw=H,L] (each takes
+    /// full-ends=0 to quantize the first conv and the classifier too).
     #[arg(long, default_value = "none")]
     precision: String,
     /// Steps between extra test-set evaluations whose loss drives the PFQ plateau rule (0:
@@ -219,9 +220,9 @@ fn decision_json(d: &Decision) -> Value {
         "budget": d.budget, "budgets": budgets, "weight_errors": errors })
 }
 
-fn save_checkpoint(ctx: &GpuContext, s: &Session, dir: &Path) -> Result<()> {
+fn save_checkpoint(ctx: &GpuContext, s: &mut Session, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|source| FdsrError::Io { path: dir.display().to_string(), source })?;
-    let st = pollster::block_on(checkpoint::save(ctx, &s.trainer, &[]))?;
+    let st = pollster::block_on(checkpoint::save(ctx, &mut s.trainer, &[]))?;
     write_safetensors(dir.join(CHECKPOINT_FILE), &st)
 }
 
@@ -242,7 +243,7 @@ fn train_run(
     let mut s = Session::new(Trainer::new(ctx, cfg)?, train.clone())?;
     let probe = (a.probe_every > 0).then(|| ControllerConfig { every: a.probe_every, ..ControllerConfig::default() });
     s.trainer.set_controller(probe)?;
-    s.trainer.set_precision(precision);
+    s.trainer.set_precision(ctx, precision)?;
     if let Some(dir) = &a.resume {
         let st = read_safetensors(dir.join(CHECKPOINT_FILE))?;
         checkpoint::restore(ctx, &mut s.trainer, &st)?;
@@ -316,7 +317,7 @@ fn train_run(
         }
         let periodic = a.checkpoint_every > 0 && step % a.checkpoint_every == 0;
         if let (Some(dir), true) = (&a.checkpoint, epoch_end || periodic) {
-            save_checkpoint(ctx, &s, dir)?;
+            save_checkpoint(ctx, &mut s, dir)?;
         }
         if epoch_end || periodic {
             window = Instant::now();

@@ -1,7 +1,7 @@
 //! The engine's ops besides the matrix products, each with its forward and backward recorded into
 //! a command encoder: ReLU with a 1-bit mask, residual add, max-pool 2×2 with 2-bit indices,
 //! global average pool, batch norm 2-D, softmax cross-entropy, the optimizer steps and the fake
-//! quantization of quantized-compute simulation.
+//! quantization of quantized-compute simulation with the gates of DFQ.
 //!
 //! The state an op saves for its backward is explicit in its return value ([`BitMask`],
 //! [`PoolIndex`], [`BnSaved`], [`LossOut`]): that is where compression plugs in. Every kernel is
@@ -10,13 +10,15 @@
 pub mod batchnorm;
 pub mod elementwise;
 pub mod fakequant;
+pub mod gate;
 pub mod loss;
 pub mod optim;
 pub mod pool;
 
 pub use batchnorm::{batchnorm_backward, batchnorm_eval_forward, batchnorm_train_forward, BnParams, BnSaved};
 pub use elementwise::{add, add_into, mask_clamp, positive_mask, relu_backward, relu_forward, BitMask};
-pub use fakequant::fake_quant;
+pub use fakequant::{fake_quant, min_max, quantize, Bits};
+pub use gate::{gate_backward, gate_forward, GateState};
 pub use loss::{accumulate_metrics, cross_entropy_backward, cross_entropy_forward, upload_labels, Labels, LossOut};
 pub use optim::{adamw_step, sgd_step, AdamParams, SgdParams};
 pub use pool::{avgpool_backward, avgpool_forward, maxpool2_backward, maxpool2_forward, PoolIndex};

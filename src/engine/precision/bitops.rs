@@ -2,17 +2,31 @@
 //! 32×32 (one fp32 MAC = 1). Forward: MACs × act bits × weight bits. Backward: the input
 //! gradient (not for the first conv) MACs × grad bits × weight bits, and the weight gradient
 //! MACs × grad bits × act bits. Full-precision layers count 32 bits per operand, and so do
-//! weights that are not quantized.
+//! weights that are not quantized. Under `fractrain-dfq` each gated layer's bits vary per input:
+//! its BitOPs are counted from the options its gate picked (weights at the largest forward option).
 
 use super::dpc;
 use super::geometry::ComputeLayer;
 use super::policy::Precision;
 
-/// Forward and backward bits of each layer under `p`, with PFQ at `stage`.
-pub fn layer_bits(p: &Precision, layers: &[ComputeLayer], stage: usize) -> Vec<(u8, u8)> {
-    let full_ends = p.full_ends();
+/// Whether each layer is quantized under `p` (not a full-precision end).
+fn quantized(p: &Precision, layers: &[ComputeLayer]) -> Vec<bool> {
     let n = layers.len();
-    let quantized: Vec<bool> = (0..n).map(|i| !(full_ends && (layers[i].first || i == n - 1))).collect();
+    (0..n).map(|i| !(p.full_ends() && (layers[i].first || i == n - 1))).collect()
+}
+
+/// Which layers have a DFQ gate: under `fractrain-dfq`, the quantized convs with an input
+/// gradient (the gate learns from it), i.e. not the first conv and not the classifier.
+pub fn gated(p: &Precision, layers: &[ComputeLayer]) -> Vec<bool> {
+    let n = layers.len();
+    let q = quantized(p, layers);
+    (0..n).map(|i| matches!(p, Precision::Dfq { .. }) && q[i] && !layers[i].first && i != n - 1).collect()
+}
+
+/// Forward and backward bits of each layer under `p`, with PFQ at `stage`; DFQ's gated layers
+/// show their largest option (the bits of their weights).
+pub fn layer_bits(p: &Precision, layers: &[ComputeLayer], stage: usize) -> Vec<(u8, u8)> {
+    let quantized = quantized(p, layers);
     let uniform =
         |fw: u8, bw: u8| -> Vec<(u8, u8)> { quantized.iter().map(|&q| if q { (fw, bw) } else { (32, 32) }).collect() };
     match p {
@@ -24,22 +38,31 @@ pub fn layer_bits(p: &Precision, layers: &[ComputeLayer], stage: usize) -> Vec<(
         Precision::Dpc { fw, bw, .. } => {
             dpc::bits(layers, &quantized, *fw).into_iter().zip(dpc::bits(layers, &quantized, *bw)).collect()
         }
+        Precision::Dfq { dfq, .. } => uniform(dfq.fw[dfq.fw.len() - 1], dfq.bw[dfq.bw.len() - 1]),
     }
+}
+
+/// BitOPs per image of layer `l` with activations at `a` bits, weights at `w` and output
+/// gradients at `g`.
+pub fn layer_bitops(l: &ComputeLayer, a: u8, w: u8, g: u8) -> f64 {
+    let (a, w, g) = (f64::from(a), f64::from(w), f64::from(g));
+    let input_grad = if l.first { 0.0 } else { g * w };
+    l.macs as f64 * (a * w + input_grad + g * a) / 1024.0
+}
+
+/// Cost of each DFQ option of a gated layer (which has an input gradient) relative to the
+/// same layer under static fw=8/bw=16 with 8-bit weights; independent of the layer's size.
+pub fn dfq_costs(fw: &[u8], bw: &[u8], weights: bool) -> Vec<f64> {
+    let unit = ComputeLayer { name: String::new(), macs: 1024, params: 0, inputs: 0, depth: 1, first: false };
+    let w = if weights { fw[fw.len() - 1] } else { 32 };
+    let base = layer_bitops(&unit, 8, 8, 16);
+    fw.iter().zip(bw).map(|(&a, &g)| layer_bitops(&unit, a, w, g) / base).collect()
 }
 
 /// BitOPs of one training step per image (forward and backward) with these bits; weights at
 /// the forward bits when `weights`, else at 32.
 pub fn step_bitops(layers: &[ComputeLayer], bits: &[(u8, u8)], weights: bool) -> f64 {
-    layers
-        .iter()
-        .zip(bits)
-        .map(|(l, &(fw, bw))| {
-            let w = if weights { f64::from(fw) } else { 32.0 };
-            let (a, g) = (f64::from(fw), f64::from(bw));
-            let input_grad = if l.first { 0.0 } else { g * w };
-            l.macs as f64 * (a * w + input_grad + g * a) / 1024.0
-        })
-        .sum()
+    layers.iter().zip(bits).map(|(l, &(fw, bw))| layer_bitops(l, fw, if weights { fw } else { 32 }, bw)).sum()
 }
 
 /// BitOPs per image over a run that spends `steps[s]` steps in PFQ stage `s` (one entry for
@@ -89,5 +112,18 @@ mod tests {
         eprintln!("resnet20 savings against static:fw=8,bw=16: pfq (equal stages) {pfq:.4}, dpc {dpc:.4}");
         // A run that never leaves the last stage (8/8) saves less than the whole schedule.
         assert!(savings(&prec("fractrain-pfq"), &base, &l, &[0, 0, 0, 100]) < pfq);
+    }
+
+    #[test]
+    fn dfq_gates_the_middle_convs_and_costs_options_relative_to_8_16() {
+        let l = layers(ModelName::Resnet20);
+        let g = gated(&prec("fractrain-dfq"), &l);
+        assert_eq!(g.iter().filter(|&&x| x).count(), l.len() - 2);
+        assert!(!g[0] && !g[l.len() - 1]);
+        assert!(gated(&prec("dpc"), &l).iter().all(|&x| !x));
+        // (8 fw, 8 w, 16 bw) is the baseline itself; (4, 8, 8) costs 32+64+32 of 64+128+128.
+        assert_eq!(dfq_costs(&[4, 8], &[8, 16], true), vec![0.4, 1.0]);
+        let unit = &l[1];
+        assert_eq!(layer_bitops(unit, 8, 8, 16), step_bitops(&l[1..2], &[(8, 16)], true));
     }
 }

@@ -12,6 +12,8 @@ pub struct ComputeLayer {
     pub macs: u64,
     /// Weight values.
     pub params: u64,
+    /// Input channels (convs) or features (the classifier).
+    pub inputs: usize,
     /// Position along the main path (0 = first conv); a shortcut shares its block's first conv.
     pub depth: usize,
     /// No input gradient is computed (the first conv).
@@ -20,7 +22,7 @@ pub struct ComputeLayer {
 
 fn conv(name: String, cin: usize, cout: usize, k: usize, out_side: usize, depth: usize) -> ComputeLayer {
     let params = (cout * cin * k * k) as u64;
-    ComputeLayer { name, macs: params * (out_side * out_side) as u64, params, depth, first: depth == 0 }
+    ComputeLayer { name, macs: params * (out_side * out_side) as u64, params, inputs: cin, depth, first: depth == 0 }
 }
 
 /// The compute layers of `model`, in forward order; the last one is the classifier.
@@ -29,7 +31,7 @@ pub fn layers(model: ModelName) -> Vec<ComputeLayer> {
     let mut v = Vec::new();
     let fc = |v: &mut Vec<ComputeLayer>, inputs: usize, depth: usize| {
         let params = (inputs * CLASSES) as u64;
-        v.push(ComputeLayer { name: "fc".into(), macs: params, params, depth, first: false });
+        v.push(ComputeLayer { name: "fc".into(), macs: params, params, inputs, depth, first: false });
     };
     match model {
         ModelName::Tiny => {

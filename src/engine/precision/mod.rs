@@ -1,5 +1,5 @@
 //! Precision policies (FracTrain PFQ, DPC, static) for quantized-compute simulation: their
-//! syntax, bit schedules, the DPC capacity mapping and the BitOPs count they lead to.
+//! syntax, bit schedules, the DPC capacity mapping, the DFQ gates' options and the BitOPs count they lead to.
 
 pub mod bitops;
 pub mod dpc;
@@ -8,5 +8,5 @@ pub mod policy;
 pub mod run;
 pub mod schedule;
 
-pub use policy::{Pfq, Precision};
-pub use run::{PrecisionRun, QuantPlan};
+pub use policy::{Dfq, Pfq, Precision};
+pub use run::{DfqPlan, PrecisionRun, QuantPlan};

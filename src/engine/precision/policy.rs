@@ -1,6 +1,6 @@
 //! The precision policy strings and their parsing:
 //! `static:fw=8,bw=16`, `fractrain-pfq:fw=3,4,6,8;bw=6,6,8,8;window=5;threshold=0.05;decay=0.3;turns=3`,
-//! `dpc:fw=8,4;bw=16,8`; every policy takes `full-ends=1|0` (first conv and last linear at 32 bits)
+//! `dpc:fw=8,4;bw=16,8`, `fractrain-dfq:fw=4,6,8;bw=6,8,8;target=0.45;alpha=1;tau=1`; every policy takes `full-ends=1|0` (first conv and last linear at 32 bits)
 //! and `weights=1|0` (weights quantized to the forward bits, the default, or kept fp32).
 
 use std::fmt;
@@ -28,6 +28,27 @@ pub struct Pfq {
 impl Default for Pfq {
     fn default() -> Self {
         Pfq { fw: vec![3, 4, 6, 8], bw: vec![6, 6, 8, 8], window: 5, threshold: 0.05, decay: 0.3, turns: 3 }
+    }
+}
+
+/// Dynamic fractional quantization options: the bit options a gate picks among per input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dfq {
+    /// Forward bits of each option, ascending (2 to 4 options).
+    pub fw: Vec<u8>,
+    /// Backward bits of each option, as many as `fw`.
+    pub bw: Vec<u8>,
+    /// Target of each gated layer's expected BitOPs, as a fraction of static fw=8/bw=16.
+    pub target: f64,
+    /// Weight of the cost regularizer `alpha·(R − target)²`.
+    pub alpha: f64,
+    /// Gumbel-softmax temperature of the gates in training.
+    pub tau: f64,
+}
+
+impl Default for Dfq {
+    fn default() -> Self {
+        Dfq { fw: vec![4, 6, 8], bw: vec![6, 8, 8], target: 0.45, alpha: 1.0, tau: 1.0 }
     }
 }
 
@@ -65,6 +86,15 @@ pub enum Precision {
         /// Weights are quantized to the forward bits too (else they stay fp32).
         weights: bool,
     },
+    /// FracTrain dynamic fractional quantization: per input, a gate picks the bits.
+    Dfq {
+        /// Bit options and the gates' training.
+        dfq: Dfq,
+        /// First conv and last linear stay at 32 bits.
+        full_ends: bool,
+        /// Weights are quantized too, at the largest forward option (else they stay fp32).
+        weights: bool,
+    },
 }
 
 impl Precision {
@@ -73,22 +103,26 @@ impl Precision {
         match self {
             Precision::Static { full_ends, .. }
             | Precision::Pfq { full_ends, .. }
-            | Precision::Dpc { full_ends, .. } => *full_ends,
+            | Precision::Dpc { full_ends, .. }
+            | Precision::Dfq { full_ends, .. } => *full_ends,
         }
     }
 
     /// Whether weights are quantized (to the forward bits) as well as activations.
     pub fn weights(&self) -> bool {
         match self {
-            Precision::Static { weights, .. } | Precision::Pfq { weights, .. } | Precision::Dpc { weights, .. } => {
-                *weights
-            }
+            Precision::Static { weights, .. }
+            | Precision::Pfq { weights, .. }
+            | Precision::Dpc { weights, .. }
+            | Precision::Dfq { weights, .. } => *weights,
         }
     }
 }
 
 /// The options of `fractrain-pfq`.
 const PFQ_KEYS: &str = "fw, bw, window, threshold, decay, turns, full-ends, weights";
+/// The options of `fractrain-dfq`.
+const DFQ_KEYS: &str = "fw, bw, target, alpha, tau, full-ends, weights";
 
 fn bad(s: &str, why: impl fmt::Display) -> FdsrError {
     FdsrError::InvalidConfig(format!("precision policy '{s}': {why}"))
@@ -211,8 +245,34 @@ impl FromStr for Precision {
                 }
                 Ok(Precision::Dpc { fw, bw, full_ends, weights })
             }
-            "fractrain-dfq" => Err(bad(s, "fractrain-dfq is not implemented")),
-            _ => Err(bad(s, "expected static, fractrain-pfq or dpc")),
+            "fractrain-dfq" => {
+                let mut d = Dfq::default();
+                for (k, v) in &opts {
+                    match k.as_str() {
+                        "fw" => d.fw = bits(s, v)?,
+                        "bw" => d.bw = bits(s, v)?,
+                        "target" => d.target = num(s, k, v)?,
+                        "alpha" => d.alpha = num(s, k, v)?,
+                        "tau" => d.tau = num(s, k, v)?,
+                        _ if known(k, v)? => {}
+                        _ => return Err(bad(s, format!("unknown option '{k}' ({DFQ_KEYS})"))),
+                    }
+                }
+                if d.fw.len() != d.bw.len() || !(2..=4).contains(&d.fw.len()) {
+                    return Err(bad(s, "fw and bw need the same number of options, 2 to 4"));
+                }
+                if d.fw.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(bad(s, "fw options must be strictly ascending"));
+                }
+                if !(d.target > 0.0 && d.target.is_finite() && d.alpha >= 0.0 && d.alpha.is_finite()) {
+                    return Err(bad(s, "target must be positive and alpha at least 0"));
+                }
+                if !(d.tau > 0.0 && d.tau.is_finite()) {
+                    return Err(bad(s, "tau must be positive"));
+                }
+                Ok(Precision::Dfq { dfq: d, full_ends, weights })
+            }
+            _ => Err(bad(s, "expected static, fractrain-pfq, fractrain-dfq or dpc")),
         }
     }
 }
@@ -243,6 +303,16 @@ impl fmt::Display for Precision {
             Precision::Dpc { fw, bw, full_ends, weights } => {
                 write!(f, "dpc:fw={},{};bw={},{}{}", fw.0, fw.1, bw.0, bw.1, ends(*full_ends, *weights))
             }
+            Precision::Dfq { dfq: d, full_ends, weights } => write!(
+                f,
+                "fractrain-dfq:fw={};bw={};target={};alpha={};tau={}{}",
+                list(&d.fw),
+                list(&d.bw),
+                d.target,
+                d.alpha,
+                d.tau,
+                ends(*full_ends, *weights)
+            ),
         }
     }
 }
@@ -274,6 +344,8 @@ mod tests {
             "dpc:fw=8,4;bw=16,8",
             "dpc:weights=0;full-ends=0",
             "fractrain-pfq:fw=4,8;bw=8,8;weights=0",
+            "fractrain-dfq",
+            "fractrain-dfq:fw=4,8;bw=8,12;target=0.3;alpha=2;tau=0.5;full-ends=0",
         ] {
             let p: Precision = s.parse().unwrap();
             assert_eq!(p.to_string().parse::<Precision>().unwrap(), p, "{s}");
@@ -301,7 +373,12 @@ mod tests {
             ("dpc:fw", "key=value"),
             ("dpc:full-ends=2", "full-ends"),
             ("static:weights=yes", "weights must be 1 or 0"),
-            ("fractrain-dfq", "not implemented"),
+            ("fractrain-dfq:fw=4,6,8;bw=8,8", "same number of options"),
+            ("fractrain-dfq:fw=2,3,4,5,6;bw=8,8,8,8,8", "2 to 4"),
+            ("fractrain-dfq:fw=8,4;bw=8,8", "ascending"),
+            ("fractrain-dfq:target=0", "target"),
+            ("fractrain-dfq:tau=-1", "tau"),
+            ("fractrain-dfq:gate=1", "unknown option 'gate'"),
         ] {
             let e = s.parse::<Precision>().unwrap_err().to_string();
             assert!(e.contains(want) && e.contains(s), "{s}: {e}");

@@ -1,39 +1,67 @@
 //! The trainer's side of a precision policy: the bits of each compute layer this step (the
 //! PFQ stage or the DPC map), the quantization plan handed to the layers, the BitOPs counted
 //! per step against a static fw=8/bw=16 run (weights at 8 bits), and the state a checkpoint carries.
+//! Under DFQ the gated layers' BitOPs come from the options their gates picked ([`PrecisionRun::add_gate_counts`]).
 
 use std::collections::HashMap;
 
-use super::bitops::{layer_bits, step_bitops};
+use super::bitops::{dfq_costs, gated, layer_bitops, layer_bits, step_bitops};
 use super::geometry::{layers, ComputeLayer};
 use super::policy::Precision;
 use super::schedule::PfqState;
 use crate::engine::model::ModelName;
 use crate::error::{FdsrError, Result};
 
+/// The bit options of DFQ's gates and how they train, as the kernels take them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DfqPlan {
+    /// Forward bits of each option, ascending.
+    pub fw: Vec<u32>,
+    /// Backward bits of each option.
+    pub bw: Vec<u32>,
+    /// Cost of each option relative to static fw=8/bw=16 ([`dfq_costs`]).
+    pub costs: Vec<f32>,
+    /// Target of the expected relative cost.
+    pub target: f32,
+    /// Weight of the cost regularizer.
+    pub alpha: f32,
+    /// Gumbel-softmax temperature.
+    pub tau: f32,
+}
+
 /// What the layers of one step quantize: per compute layer (by name) its index (the RNG stream
-/// of its output gradient) and its forward and backward bits; 32 bits is full precision.
+/// of its output gradient), its forward and backward bits (32 bits is full precision) and
+/// whether a DFQ gate picks its bits per input.
 #[derive(Clone, Debug, Default)]
 pub struct QuantPlan {
-    bits: HashMap<String, (u32, u8, u8)>,
+    bits: HashMap<String, (u32, u8, u8, bool)>,
     /// Seed of the stochastic rounding of output gradients.
     pub seed: u32,
     /// Training step (the RNG stream varies with it).
     pub step: u64,
     /// Weights are quantized to the forward bits too.
     pub weights: bool,
+    /// The gates' options (`fractrain-dfq` only).
+    pub dfq: Option<DfqPlan>,
 }
 
 impl QuantPlan {
-    /// Forward bits of layer `name`, `None` at full precision.
+    /// Forward bits of layer `name` (of its weights, where gated), `None` at full precision.
     pub fn forward_bits(&self, name: &str) -> Option<u32> {
-        self.bits.get(name).and_then(|&(_, fw, _)| (fw < 32).then_some(u32::from(fw)))
+        self.bits.get(name).and_then(|&(_, fw, _, _)| (fw < 32).then_some(u32::from(fw)))
     }
 
     /// Backward bits of layer `name` and its RNG stream, `None` at full precision.
     pub fn backward_bits(&self, name: &str) -> Option<(u32, u32)> {
-        let &(i, _, bw) = self.bits.get(name)?;
+        let &(i, _, bw, _) = self.bits.get(name)?;
         (bw < 32).then(|| (u32::from(bw), crate::reference::fakequant::stream(self.step, i)))
+    }
+
+    /// The gate options of layer `name` and the RNG stream of its Gumbel noise, where it is gated.
+    pub fn gate(&self, name: &str) -> Option<(&DfqPlan, u32)> {
+        let &(i, _, _, g) = self.bits.get(name)?;
+        let stream = crate::reference::fakequant::stream(self.step, i | 0x8000_0000);
+        self.dfq.as_ref().filter(|_| g).map(|d| (d, stream))
     }
 }
 
@@ -45,6 +73,7 @@ pub struct PrecisionRun {
     /// The PFQ schedule's state (`fractrain-pfq` only).
     pub pfq: Option<PfqState>,
     layers: Vec<ComputeLayer>,
+    gated: Vec<bool>,
     baseline: Vec<(u8, u8)>,
     /// BitOPs of the steps taken (in fp32 MACs: MACs × bits × bits / 1024).
     pub bitops: f64,
@@ -63,7 +92,8 @@ impl PrecisionRun {
             Some(Precision::Pfq { pfq, .. }) => Some(PfqState::new(pfq)),
             _ => None,
         };
-        PrecisionRun { policy, pfq, layers, baseline, bitops: 0.0, baseline_bitops: 0.0 }
+        let gated = policy.as_ref().map_or(vec![false; layers.len()], |p| gated(p, &layers));
+        PrecisionRun { policy, pfq, layers, gated, baseline, bitops: 0.0, baseline_bitops: 0.0 }
     }
 
     /// Forward and backward bits of every compute layer now, in forward order.
@@ -79,12 +109,28 @@ impl PrecisionRun {
         &self.layers
     }
 
+    /// Names of the layers with a DFQ gate, in forward order.
+    pub fn gated_layers(&self) -> impl Iterator<Item = &ComputeLayer> {
+        self.layers.iter().zip(&self.gated).filter(|(_, &g)| g).map(|(l, _)| l)
+    }
+
     /// The plan of step `step`, `None` without a policy.
     pub fn plan(&self, seed: u32, step: u64) -> Option<QuantPlan> {
-        self.policy.as_ref()?;
-        let bits = self.layers.iter().zip(self.bits()).enumerate();
-        let bits = bits.map(|(i, (l, (fw, bw)))| (l.name.clone(), (i as u32, fw, bw))).collect();
-        Some(QuantPlan { bits, seed, step, weights: self.weights() })
+        let policy = self.policy.as_ref()?;
+        let bits = self.layers.iter().zip(self.bits()).zip(&self.gated).enumerate();
+        let bits = bits.map(|(i, ((l, (fw, bw)), &g))| (l.name.clone(), (i as u32, fw, bw, g))).collect();
+        let dfq = match policy {
+            Precision::Dfq { dfq: d, weights, .. } => Some(DfqPlan {
+                fw: d.fw.iter().map(|&b| u32::from(b)).collect(),
+                bw: d.bw.iter().map(|&b| u32::from(b)).collect(),
+                costs: dfq_costs(&d.fw, &d.bw, *weights).into_iter().map(|c| c as f32).collect(),
+                target: d.target as f32,
+                alpha: d.alpha as f32,
+                tau: d.tau as f32,
+            }),
+            _ => None,
+        };
+        Some(QuantPlan { bits, seed, step, weights: self.weights(), dfq })
     }
 
     /// Whether weights are quantized (fp32 runs count 32 bits anyway).
@@ -92,15 +138,28 @@ impl PrecisionRun {
         self.policy.as_ref().is_none_or(Precision::weights)
     }
 
-    /// BitOPs of one step of `images` images at the current bits.
-    pub fn step_bitops(&self, images: usize) -> f64 {
-        step_bitops(&self.layers, &self.bits(), self.weights()) * images as f64
+    /// Counts one training step of `images` images (gated layers are counted by
+    /// [`Self::add_gate_counts`]).
+    pub fn count_step(&mut self, images: usize) {
+        let w = self.weights();
+        let bits = self.bits();
+        let fixed = self.layers.iter().zip(&bits).zip(&self.gated).filter(|(_, &g)| !g);
+        let fixed: f64 = fixed.map(|((l, &(fw, bw)), _)| layer_bitops(l, fw, if w { fw } else { 32 }, bw)).sum();
+        self.bitops += fixed * images as f64;
+        self.baseline_bitops += step_bitops(&self.layers, &self.baseline, true) * images as f64;
     }
 
-    /// Counts one training step of `images` images.
-    pub fn count_step(&mut self, images: usize) {
-        self.bitops += self.step_bitops(images);
-        self.baseline_bitops += step_bitops(&self.layers, &self.baseline, true) * images as f64;
+    /// Counts the inputs gated layer `name` computed at each DFQ option since the last call.
+    pub fn add_gate_counts(&mut self, name: &str, counts: &[f32]) -> Result<()> {
+        let Some(Precision::Dfq { dfq, weights, .. }) = &self.policy else {
+            return Err(FdsrError::InvalidConfig(format!("gate counts of {name} without a DFQ policy")));
+        };
+        let l = self.layers.iter().find(|l| l.name == name);
+        let l = l.ok_or_else(|| FdsrError::InvalidConfig(format!("gate counts of an unknown layer {name}")))?;
+        let w = if *weights { dfq.fw[dfq.fw.len() - 1] } else { 32 };
+        let opts = dfq.fw.iter().zip(&dfq.bw).zip(counts);
+        self.bitops += opts.map(|((&a, &g), &n)| f64::from(n) * layer_bitops(l, a, w, g)).sum::<f64>();
+        Ok(())
     }
 
     /// Fraction of BitOPs saved against static fw=8/bw=16 over the steps counted.
@@ -169,5 +228,24 @@ mod tests {
         assert!(none.restore(&r.state()).is_err());
         none.count_step(1);
         assert!(none.saved_vs_static().unwrap() < 0.0, "fp32 costs more than 8/16 bits");
+    }
+
+    #[test]
+    fn dfq_counts_gated_layers_from_the_gates() {
+        let mut r = PrecisionRun::new(ModelName::Tiny, Some("fractrain-dfq:fw=4,8;bw=8,16".parse().unwrap()));
+        let plan = r.plan(1, 0).unwrap();
+        assert!(plan.gate("layer2.conv").is_some() && plan.gate("layer1.conv").is_none() && plan.gate("fc").is_none());
+        assert_eq!(plan.dfq.as_ref().unwrap().costs, vec![0.4, 1.0]);
+        assert_eq!(r.gated_layers().map(|l| l.name.as_str()).collect::<Vec<_>>(), ["layer2.conv"]);
+        r.count_step(4);
+        // All four images at the 8/16 option: the same BitOPs as the baseline.
+        r.add_gate_counts("layer2.conv", &[0.0, 4.0]).unwrap();
+        assert!(r.saved_vs_static().unwrap().abs() < 1e-12);
+        r.count_step(4);
+        r.add_gate_counts("layer2.conv", &[4.0, 0.0]).unwrap();
+        assert!(r.saved_vs_static().unwrap() > 0.0);
+        assert!(r.add_gate_counts("fc2", &[1.0, 0.0]).is_err());
+        let mut s = PrecisionRun::new(ModelName::Tiny, Some("dpc".parse().unwrap()));
+        assert!(s.add_gate_counts("layer2.conv", &[1.0]).is_err());
     }
 }
