@@ -109,7 +109,7 @@ impl PrecisionRun {
         &self.layers
     }
 
-    /// Names of the layers with a DFQ gate, in forward order.
+    /// The layers with a DFQ gate, in forward order.
     pub fn gated_layers(&self) -> impl Iterator<Item = &ComputeLayer> {
         self.layers.iter().zip(&self.gated).filter(|(_, &g)| g).map(|(l, _)| l)
     }
