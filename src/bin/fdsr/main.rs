@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod bench_cmd;
+mod compare_cmd;
 mod inspect;
 mod train_cmd;
 
@@ -38,7 +39,7 @@ enum Cmd {
     /// Train a model (cnn, resnet20, tiny) on Fashion-MNIST or MNIST.
     Train(train_cmd::TrainArgs),
     /// Train the same run with several activation policies and compare them.
-    Compare(train_cmd::CompareArgs),
+    Compare(compare_cmd::CompareArgs),
     /// Data sets.
     #[command(subcommand)]
     Data(DataCmd),
@@ -214,7 +215,7 @@ fn main() -> ExitCode {
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Train(a) => train_cmd::run(a),
-        Cmd::Compare(a) => train_cmd::compare(a),
+        Cmd::Compare(a) => compare_cmd::compare(a),
         Cmd::Data(DataCmd::Fetch { dataset, dir }) => fetch_cmd(dataset, dir.as_deref()),
     };
     match r {

@@ -9,7 +9,6 @@ use clap::Args;
 use fdsr::data::{ensure, Dataset, DatasetName, Split};
 use fdsr::engine::controller::{ControllerConfig, Decision};
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
-use fdsr::engine::precision::policy::split_entry;
 use fdsr::engine::precision::Precision;
 use fdsr::engine::saved::{SavedStats, TensorRecord};
 use fdsr::engine::{checkpoint, session, ModelName, Session, TrainConfig, Trainer};
@@ -64,7 +63,7 @@ pub struct TrainArgs {
     /// fractrain-dfq[:fw=..;bw=..;target=R;alpha=A;tau=T] or dpc[:fw=H,L;bw=H,L] (each takes
     /// full-ends=0 to quantize the first conv and the classifier too).
     #[arg(long, default_value = "none")]
-    precision: String,
+    pub(crate) precision: String,
     /// Steps between extra test-set evaluations whose loss drives the PFQ plateau rule (0:
     /// epoch ends only).
     #[arg(long, default_value_t = 0)]
@@ -80,7 +79,7 @@ pub struct TrainArgs {
     limit_test: Option<usize>,
     /// Append one JSON object per logged step and per epoch to this file.
     #[arg(long)]
-    metrics: Option<PathBuf>,
+    pub(crate) metrics: Option<PathBuf>,
     /// Steps between metric readbacks (each waits for the GPU).
     #[arg(long, default_value_t = 20)]
     log_every: u64,
@@ -94,19 +93,19 @@ pub struct TrainArgs {
     layers_every: u64,
     /// Write checkpoints into this directory (at each epoch end and every --checkpoint-every steps).
     #[arg(long)]
-    checkpoint: Option<PathBuf>,
+    pub(crate) checkpoint: Option<PathBuf>,
     /// Steps between checkpoints besides epoch ends (0: epoch ends only).
     #[arg(long, default_value_t = 0)]
     checkpoint_every: u64,
     /// Continue the run whose checkpoint is in this directory (same configuration).
     #[arg(long)]
-    resume: Option<PathBuf>,
+    pub(crate) resume: Option<PathBuf>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
 }
 
-fn config(a: &TrainArgs) -> Result<TrainConfig> {
+pub(crate) fn config(a: &TrainArgs) -> Result<TrainConfig> {
     let kind: OptKind = a.opt.parse()?;
     let mut opt = OptConfig::defaults(kind);
     opt.momentum = a.momentum;
@@ -136,14 +135,14 @@ fn config(a: &TrainArgs) -> Result<TrainConfig> {
 }
 
 /// The `--precision` value (`none`: fp32 compute).
-fn precision_of(s: &str) -> Result<Option<Precision>> {
+pub(crate) fn precision_of(s: &str) -> Result<Option<Precision>> {
     if s == "none" {
         return Ok(None);
     }
     s.parse().map(Some)
 }
 
-fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)> {
+pub(crate) fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)> {
     let name: DatasetName = a.dataset.parse()?;
     let dir = a.data_dir.clone().unwrap_or_else(|| name.default_dir());
     if let Some(report) = ensure(name, &dir)? {
@@ -230,7 +229,7 @@ fn save_checkpoint(ctx: &GpuContext, s: &mut Session, dir: &Path) -> Result<()> 
 pub type Loaded = (DatasetName, Dataset, Dataset);
 
 /// Trains one run of `cfg` on `data` and returns its summary (also the metrics file's last line).
-fn train_run(
+pub(crate) fn train_run(
     ctx: &GpuContext,
     a: &TrainArgs,
     cfg: TrainConfig,
@@ -363,81 +362,4 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     let summary = train_run(&crate::gpu()?, a, cfg, precision, &data)?;
     println!("{summary}");
     Ok(())
-}
-
-#[derive(Args)]
-pub struct CompareArgs {
-    #[command(flatten)]
-    train: TrainArgs,
-    /// Runs to train, in order: saved-activation policies, precision policies, or both joined by
-    /// `+` (`dpc+fdsr:budget=2,mask`); an entry without a precision policy takes --precision.
-    /// Deltas are against the run with neither (`none`) when it is listed.
-    #[arg(long, default_value = "none,fdsr")]
-    policies: String,
-    /// Also write the table to OUT.md and the summaries to OUT.json.
-    #[arg(long)]
-    out: Option<PathBuf>,
-}
-
-/// `fdsr compare`: the same run with each policy, side by side.
-pub fn compare(c: &CompareArgs) -> Result<()> {
-    if c.train.resume.is_some() || c.train.checkpoint.is_some() || c.train.metrics.is_some() {
-        return Err(FdsrError::InvalidConfig("compare takes no --resume, --checkpoint or --metrics".into()));
-    }
-    let policies = fdsr::codec::config::split_policies(&c.policies);
-    let default_precision = precision_of(&c.train.precision)?;
-    let mut cfgs = Vec::new();
-    for entry in &policies {
-        let mut a = config(&c.train)?;
-        let (prec, p) = split_entry(entry)?;
-        a.policy = if p == "none" { None } else { Some(p.parse()?) };
-        cfgs.push((a, prec.or_else(|| default_precision.clone())));
-    }
-    let data = load_data(&c.train)?;
-    let ctx = crate::gpu()?;
-    let mut rows = Vec::new();
-    for (p, (cfg, prec)) in policies.iter().zip(cfgs) {
-        eprintln!("training with {p}…");
-        rows.push(train_run(&ctx, &c.train, cfg, prec, &data)?);
-    }
-    let table = compare_table(&rows);
-    print!("{table}");
-    if let Some(out) = &c.out {
-        fdsr::io::write_atomic(out.with_extension("md"), table.as_bytes())?;
-        fdsr::io::write_atomic(out.with_extension("json"), json!(rows).to_string().as_bytes())?;
-    }
-    Ok(())
-}
-
-/// The row label: the precision policy (if any) `+` the saved-activation policy.
-fn run_name(r: &Value) -> String {
-    let (prec, policy) = (r["precision"].as_str().unwrap_or("none"), r["policy"].as_str().unwrap_or("?"));
-    if prec == "none" {
-        policy.to_string()
-    } else {
-        format!("{prec}+{policy}")
-    }
-}
-
-fn compare_table(rows: &[Value]) -> String {
-    let base = rows.iter().find(|r| run_name(r) == "none").or(rows.first());
-    let f = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
-    let mut t = String::from("| run | test accuracy | Δ vs base | BitOPs saved vs static 8/16 | activation ratio | peak step MiB | step ms | step time ratio | reuse hit rate | gradient error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for r in rows {
-        let (acc, ms) = (f(r, "test_accuracy"), f(r, "step_ms"));
-        let (bacc, bms) = base.map_or((f64::NAN, f64::NAN), |b| (f(b, "test_accuracy"), f(b, "step_ms")));
-        let peak = r["memory"]["peak_total"].as_f64().unwrap_or(f64::NAN) / (1 << 20) as f64;
-        let ratio = r["saved"]["activation_ratio"].as_f64().unwrap_or(f64::NAN);
-        let hits = 100.0 * r["saved"]["reuse_hit_rate"].as_f64().unwrap_or(f64::NAN);
-        let probe = r["probe_grad_error"].as_f64().map_or("–".to_string(), |e| format!("{e:.3}"));
-        let bitops = 100.0 * f(r, "bitops_saved_vs_static");
-        t += &format!(
-            "| {} | {:.4} | {:+.2} pt | {bitops:.1}% | {ratio:.2}x | {peak:.1} | {ms:.0} | {:.2} | {hits:.1}% | {probe} |\n",
-            run_name(r),
-            acc,
-            100.0 * (acc - bacc),
-            ms / bms
-        );
-    }
-    t
 }

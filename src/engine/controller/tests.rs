@@ -1,0 +1,106 @@
+//! Unit tests of the budget controller: how it follows the gradient error, allocates, and
+//! saves its state.
+
+use super::*;
+use crate::codec::alloc::FdsrStats;
+
+fn record(name: &str, numel: u64, scale: f64) -> TensorRecord {
+    let mut a = FdsrStats::new(&[0, 1, 6, 28, 64]);
+    a.numel = numel;
+    a.planes = numel / 64;
+    a.full_tiles = numel / 64;
+    for j in 1..4 {
+        a.band_sum_n_max2[j] = scale * (numel as f64) / j as f64;
+        a.band_energy[j] = scale * (numel as f64) / (4 * j) as f64;
+    }
+    a.dc_sum_n_max2 = scale * numel as f64;
+    a.gmax = 1.0;
+    TensorRecord {
+        name: name.into(),
+        layer: 0,
+        shape: vec![numel as usize / 64, 1, 8, 8],
+        fp32_bytes: numel * 4,
+        stored_bytes: 0,
+        form: "fdsr".into(),
+        bits: vec![],
+        classes: [0; 4],
+        band_energy: vec![],
+        reuse_hits: 0,
+        reuse_eligible: 0,
+        budget: Some(2.0),
+        own_mask: false,
+        analysis: Some(a),
+    }
+}
+
+fn controller(budget: f64) -> Controller {
+    let p: Policy = format!("fdsr:budget={budget}").parse().unwrap();
+    Controller::for_policy(Some(&p), ControllerConfig::default()).unwrap().unwrap()
+}
+
+#[test]
+fn budget_follows_the_gradient_error() {
+    let recs = [record("conv1.input", 64 * 64, 1.0)];
+    let mut c = controller(2.0);
+    let big = GradPair { name: "conv1.weight".into(), diff2: 1.0, norm2: 1.0 };
+    assert_eq!(c.update(9, &[big], &recs).budget, Some(2.5));
+    let small = GradPair { name: "conv1.weight".into(), diff2: 1e-4, norm2: 1.0 };
+    let d = c.update(19, std::slice::from_ref(&small), &recs);
+    assert!((d.budget.unwrap() - 2.5 / 1.1).abs() < 1e-12, "{d:?}");
+    let mid = GradPair { name: "conv1.weight".into(), diff2: 0.04, norm2: 1.0 };
+    assert_eq!(c.update(29, &[mid], &recs).budget, d.budget);
+    assert_eq!(c.take_decisions().len(), 3);
+    assert!(c.take_decisions().is_empty());
+    for _ in 0..40 {
+        c.update(0, std::slice::from_ref(&small), &recs);
+    }
+    assert_eq!(c.budget, Some(ControllerConfig::default().min_budget));
+}
+
+#[test]
+fn the_allocation_favours_sensitive_tensors_and_keeps_the_average() {
+    let recs = [record("conv1.input", 64 * 64, 1.0), record("conv2.input", 64 * 64, 1.0)];
+    let mut c = controller(3.0);
+    let grads = [
+        GradPair { name: "conv1.weight".into(), diff2: 0.04, norm2: 1.0 },
+        GradPair { name: "conv2.weight".into(), diff2: 0.0004, norm2: 1.0 },
+    ];
+    let d = c.update(9, &grads, &recs);
+    let b: HashMap<_, _> = d.budgets.into_iter().collect();
+    assert!(b["conv1.input"] > b["conv2.input"], "{b:?}");
+    assert!((b["conv1.input"] + b["conv2.input"]) / 2.0 <= d.budget.unwrap() + 1e-9, "{b:?}");
+}
+
+#[test]
+fn state_round_trips_and_checks_the_configuration() {
+    let recs = [record("conv1.input", 64 * 64, 1.0), record("conv2.input", 64 * 64, 2.0)];
+    let mut c = controller(2.0);
+    c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 0.5, norm2: 1.0 }], &recs);
+    let mut d = controller(2.0);
+    d.restore(&c.state()).unwrap();
+    assert_eq!((d.budget, d.budgets()), (c.budget, c.budgets()));
+    let mut other = Controller::for_policy(
+        Some(&"fdsr:budget=2".parse().unwrap()),
+        ControllerConfig { every: 7, ..ControllerConfig::default() },
+    )
+    .unwrap()
+    .unwrap();
+    assert!(other.restore(&c.state()).is_err());
+    assert!(d.restore("1,2;x").is_err());
+}
+
+#[test]
+fn only_budgeted_fdsr_adapts() {
+    let cfg = ControllerConfig::default();
+    let recs = [record("conv1.input", 64 * 64, 1.0)];
+    for p in ["uniform:2", "fdsr:bits=8,4,2,0", "division"] {
+        let mut c = Controller::for_policy(Some(&p.parse().unwrap()), cfg).unwrap().unwrap();
+        assert!(!c.adaptive(), "{p}");
+        let d = c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 1.0, norm2: 1.0 }], &recs);
+        assert_eq!((d.grad_error, d.budget, d.budgets.len()), (1.0, None, 0), "{p}");
+    }
+    for p in [None, Some("lossless".parse().unwrap())] {
+        assert!(Controller::for_policy(p.as_ref(), cfg).unwrap().is_none());
+    }
+    assert!(Controller::for_policy(None, ControllerConfig { low: 0.5, high: 0.1, ..cfg }).is_err());
+}

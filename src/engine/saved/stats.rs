@@ -1,0 +1,85 @@
+//! What the saved-activation store reports: byte counts of a window ([`SavedStats`]) and what it
+//! did with each tensor of the last step ([`TensorRecord`]).
+
+use crate::codec::api::FdsrStats;
+
+/// Bytes that went through the store, since it was created or last reset.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SavedStats {
+    /// Tensors saved.
+    pub tensors: u64,
+    /// What dense activations would take as f32.
+    pub fp32_bytes: u64,
+    /// What was stored for them (serialized size of compressed ones, metadata included).
+    pub stored_bytes: u64,
+    /// Bytes of packed masks and indices (stored as they are).
+    pub packed_bytes: u64,
+    /// Full tiles stored as references to a near-duplicate (similarity reuse).
+    pub reuse_hits: u64,
+    /// Full tiles that took part in reuse (the hit rate is `reuse_hits / reuse_eligible`).
+    pub reuse_eligible: u64,
+}
+
+impl SavedStats {
+    /// fp32 bytes of dense activations over the bytes stored for them and for the masks.
+    pub fn ratio(&self) -> f64 {
+        let stored = self.stored_bytes + self.packed_bytes;
+        if stored == 0 {
+            1.0
+        } else {
+            self.fp32_bytes as f64 / stored as f64
+        }
+    }
+
+    /// Fraction of the full tiles that similarity reuse stored as references (0 without reuse).
+    pub fn reuse_hit_rate(&self) -> f64 {
+        if self.reuse_eligible == 0 {
+            0.0
+        } else {
+            self.reuse_hits as f64 / self.reuse_eligible as f64
+        }
+    }
+
+    /// Adds another window's counts.
+    pub fn add(&mut self, o: &SavedStats) {
+        self.tensors += o.tensors;
+        self.fp32_bytes += o.fp32_bytes;
+        self.stored_bytes += o.stored_bytes;
+        self.packed_bytes += o.packed_bytes;
+        self.reuse_hits += o.reuse_hits;
+        self.reuse_eligible += o.reuse_eligible;
+    }
+}
+
+/// What the store did with one saved tensor in the last training step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorRecord {
+    /// Layer and what it saved, e.g. `conv2.input`, `relu4.mask`.
+    pub name: String,
+    /// Layer id (the store's key).
+    pub layer: usize,
+    /// Dimensions.
+    pub shape: Vec<usize>,
+    /// Bytes as f32 (packed tensors: their own size).
+    pub fp32_bytes: u64,
+    /// Bytes stored (compressed size, metadata and an own zero mask included).
+    pub stored_bytes: u64,
+    /// Stored form: `fp32`, `packed` or the policy (`fdsr:bits=8,4,2,0,mask`, `uniform:2`, …).
+    pub form: String,
+    /// Bits per band (`fdsr` on 4-D tensors), else empty.
+    pub bits: Vec<u8>,
+    /// Tiles of class zero, DC-only, full and reference (`fdsr`), else zeros.
+    pub classes: [u64; 4],
+    /// Per band, `Σ coef²` over full tiles (index 0: DC, not summed) (`fdsr`), else empty.
+    pub band_energy: Vec<f64>,
+    /// Tiles stored as references, and full tiles that took part in reuse.
+    pub reuse_hits: u64,
+    /// Full tiles that took part in reuse.
+    pub reuse_eligible: u64,
+    /// The budget asked of the codec (bits per value), where the policy has one.
+    pub budget: Option<f64>,
+    /// Whether a zero mask of its own is stored with it (1 bit per value, in `stored_bytes`).
+    pub own_mask: bool,
+    /// The analysis pass's statistics (`fdsr` on 4-D tensors): what the controller allocates from.
+    pub analysis: Option<FdsrStats>,
+}
