@@ -10,6 +10,13 @@ cd "$(dirname "$0")/.."
 
 section() { printf '\n==== %s ====\n' "$*"; }
 
+# Mesa's software drivers want a private runtime directory; a bare CI root shell has none.
+if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
+  XDG_RUNTIME_DIR="$(mktemp -d)"
+  chmod 700 "$XDG_RUNTIME_DIR"
+  export XDG_RUNTIME_DIR
+fi
+
 section "cargo fmt --all --check"
 cargo fmt --all --check
 
