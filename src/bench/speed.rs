@@ -57,7 +57,7 @@ pub async fn measure(
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         dispatch(ctx, &mut enc, "copy", "copy_words", &[&input, &out, &params], (x.len() as u32).div_ceil(256))?;
         ctx.queue.submit([enc.finish()]);
-        crate::gpu::wait_for_map(&ctx.device)?;
+        ctx.wait_for_device()?;
         if i > 0 {
             copy.push(t.elapsed().as_secs_f64());
         }

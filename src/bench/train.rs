@@ -35,7 +35,7 @@ fn seconds(ctx: &GpuContext, f: impl Fn(&mut wgpu::CommandEncoder) -> Result<()>
         f(&mut enc)?;
         let t = Instant::now();
         ctx.queue.submit([enc.finish()]);
-        crate::gpu::wait_for_map(&ctx.device)?;
+        ctx.wait_for_device()?;
         best = best.min(t.elapsed().as_secs_f64());
     }
     Ok(best)

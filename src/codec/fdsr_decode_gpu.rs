@@ -106,7 +106,7 @@ async fn read_f32_into(ctx: &GpuContext, staging: &wgpu::Buffer, n: usize, out: 
         // The receiver only disappears if the caller dropped the future; nothing to report then.
         let _ = tx.send(r);
     });
-    crate::gpu::wait_for_map(&ctx.device)?;
+    ctx.wait_for_device()?;
     rx.await
         .map_err(|_| FdsrError::Readback("map callback dropped".into()))?
         .map_err(|e| FdsrError::Readback(e.to_string()))?;

@@ -64,7 +64,7 @@ impl Tensor {
         }
         let t = Tensor::uninit(ctx, shape, category);
         if !data.is_empty() {
-            ctx.queue.write_buffer(t.buffer(), 0, bytemuck::cast_slice(data));
+            ctx.write_buffer(t.buffer(), 0, bytemuck::cast_slice(data));
         }
         Ok(t)
     }
@@ -78,7 +78,7 @@ impl Tensor {
                 self.shape
             )));
         }
-        ctx.queue.write_buffer(self.buffer(), 0, bytemuck::cast_slice(data));
+        ctx.write_buffer(self.buffer(), 0, bytemuck::cast_slice(data));
         Ok(())
     }
 

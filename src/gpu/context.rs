@@ -1,6 +1,6 @@
 //! `GpuContext`: adapter choice (honoring `WGPU_BACKEND` / `WGPU_ADAPTER_NAME`), device, limits.
 
-use super::{BufferPool, PipelineCache, Profiler};
+use super::{BufferPool, PipelineCache, Profiler, TransferCounts, Transfers};
 use crate::error::{FdsrError, Result};
 
 /// Options for creating a context.
@@ -26,6 +26,8 @@ pub struct GpuContext {
     pub pool: BufferPool,
     /// Optional timing of every compute pass (off unless enabled).
     pub profiler: Profiler,
+    /// Bytes uploaded and read back, host waits and passes recorded.
+    pub transfers: Transfers,
     max_binding: u64,
 }
 
@@ -67,6 +69,7 @@ impl GpuContext {
             pipelines: PipelineCache::default(),
             pool: BufferPool::default(),
             profiler: Profiler::default(),
+            transfers: Transfers::default(),
             max_binding,
         })
     }
@@ -86,6 +89,24 @@ impl GpuContext {
     /// Whether the device can write GPU timestamps.
     pub fn has_timestamps(&self) -> bool {
         self.device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    /// Writes `data` into `buffer` at `offset` before the next submitted work (counted as uploaded).
+    pub fn write_buffer(&self, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) {
+        self.transfers.upload(data.len() as u64);
+        self.queue.write_buffer(buffer, offset, data);
+    }
+
+    /// Blocks until submitted work and map callbacks are done (natively; a no-op on the web,
+    /// where awaiting the map callback is the wait), counting one host wait.
+    pub fn wait_for_device(&self) -> Result<()> {
+        self.transfers.host_wait();
+        super::wait_for_map(&self.device)
+    }
+
+    /// The transfer counters now ([`TransferCounts::since`] gives a window).
+    pub fn transfer_counts(&self) -> TransferCounts {
+        self.transfers.snapshot()
     }
 
     /// Runs `f` inside validation and out-of-memory error scopes; a caught error becomes `Err`.

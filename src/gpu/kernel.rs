@@ -42,6 +42,7 @@ pub fn dispatch_grid(
     [x, y, z]: [u32; 3],
 ) -> Result<()> {
     let pipeline = ctx.pipelines.get(&ctx.device, shader, entry)?;
+    ctx.transfers.dispatch();
     let entries: Vec<wgpu::BindGroupEntry> = buffers
         .iter()
         .enumerate()
@@ -67,6 +68,7 @@ pub fn dispatch_grid(
 
 /// A uniform buffer holding `value`.
 pub fn uniform<T: bytemuck::Pod>(ctx: &GpuContext, label: &str, value: &T) -> wgpu::Buffer {
+    ctx.transfers.upload(std::mem::size_of::<T>() as u64);
     ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some(label),
         contents: bytemuck::bytes_of(value),
@@ -78,6 +80,7 @@ pub fn uniform<T: bytemuck::Pod>(ctx: &GpuContext, label: &str, value: &T) -> wg
 pub fn storage_init(ctx: &GpuContext, label: &str, data: &[u8]) -> wgpu::Buffer {
     let mut contents = data.to_vec();
     contents.resize(data.len().max(4).next_multiple_of(4), 0);
+    ctx.transfers.upload(contents.len() as u64);
     ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some(label),
         contents: &contents,

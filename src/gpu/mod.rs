@@ -1,4 +1,5 @@
-//! GPU runtime: device context, pipeline cache, pooled buffers with byte accounting, readback.
+//! GPU runtime: device context, pipeline cache, pooled buffers with byte accounting, readback,
+//! transfer accounting.
 
 mod context;
 pub mod kernel;
@@ -6,6 +7,7 @@ mod pipelines;
 mod pool;
 mod profiler;
 mod readback;
+mod transfer;
 pub(crate) use wait::wait_for_map;
 #[cfg(not(target_arch = "wasm32"))]
 #[path = "wait_native.rs"]
@@ -19,3 +21,4 @@ pub use pipelines::PipelineCache;
 pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES};
 pub use profiler::{Profiler, Timings};
 pub use readback::{read_buffer, read_words};
+pub use transfer::{TransferCounts, Transfers};

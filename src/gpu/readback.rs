@@ -25,7 +25,8 @@ pub async fn read_buffer(ctx: &GpuContext, src: &wgpu::Buffer, offset: u64, size
         // The receiver only disappears if the caller dropped the future; nothing to report then.
         let _ = tx.send(r);
     });
-    super::wait_for_map(&ctx.device)?;
+    ctx.transfers.read_back(size);
+    ctx.wait_for_device()?;
     rx.await
         .map_err(|_| FdsrError::Readback("map callback dropped".into()))?
         .map_err(|e| FdsrError::Readback(e.to_string()))?;

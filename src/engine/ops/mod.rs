@@ -56,7 +56,7 @@ pub(crate) fn dummy(ctx: &GpuContext) -> Tensor {
 pub(crate) fn upload_words(ctx: &GpuContext, words: &[u32], category: Category) -> Tensor {
     let t = Tensor::uninit(ctx, &[words.len()], category);
     if !words.is_empty() {
-        ctx.queue.write_buffer(t.buffer(), 0, bytemuck::cast_slice(words));
+        ctx.write_buffer(t.buffer(), 0, bytemuck::cast_slice(words));
     }
     t
 }

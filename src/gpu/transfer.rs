@@ -1,0 +1,72 @@
+//! Transfer accounting: bytes uploaded to and read back from the device, the times the host
+//! waited for it, and the compute passes recorded. These are what a real GPU pays for and a
+//! software adapter hides (there host and device share memory), so tests assert on them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Running counters of one context (shared by everything that uses it).
+#[derive(Debug, Default)]
+pub struct Transfers {
+    uploaded: AtomicU64,
+    read_back: AtomicU64,
+    host_waits: AtomicU64,
+    dispatches: AtomicU64,
+}
+
+/// A snapshot of the counters, or the difference of two snapshots.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TransferCounts {
+    /// Bytes written from the host: buffer uploads and initialized buffers (kernel parameters included).
+    pub uploaded: u64,
+    /// Bytes copied back to the host.
+    pub read_back: u64,
+    /// Times the host blocked until the device finished submitted work (natively; on the web
+    /// these are awaited map callbacks, counted the same way).
+    pub host_waits: u64,
+    /// Compute passes recorded.
+    pub dispatches: u64,
+}
+
+impl TransferCounts {
+    /// What happened between `earlier` and `self`.
+    pub fn since(&self, earlier: &TransferCounts) -> TransferCounts {
+        TransferCounts {
+            uploaded: self.uploaded.saturating_sub(earlier.uploaded),
+            read_back: self.read_back.saturating_sub(earlier.read_back),
+            host_waits: self.host_waits.saturating_sub(earlier.host_waits),
+            dispatches: self.dispatches.saturating_sub(earlier.dispatches),
+        }
+    }
+}
+
+impl Transfers {
+    /// Counts `bytes` written from the host.
+    pub fn upload(&self, bytes: u64) {
+        self.uploaded.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts `bytes` copied to the host.
+    pub fn read_back(&self, bytes: u64) {
+        self.read_back.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts one blocking wait of the host for the device.
+    pub fn host_wait(&self) {
+        self.host_waits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one recorded compute pass.
+    pub fn dispatch(&self) {
+        self.dispatches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self) -> TransferCounts {
+        TransferCounts {
+            uploaded: self.uploaded.load(Ordering::Relaxed),
+            read_back: self.read_back.load(Ordering::Relaxed),
+            host_waits: self.host_waits.load(Ordering::Relaxed),
+            dispatches: self.dispatches.load(Ordering::Relaxed),
+        }
+    }
+}
