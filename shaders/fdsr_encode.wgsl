@@ -1,35 +1,45 @@
-// fdsr encoder (docs/CODEC.md): tile analysis with per-group statistics, and the fused
-// DCT + quantize + pack kernel. One invocation per 8x8 tile.
+// fdsr encoder (docs/CODEC.md) of one segment (whole planes) into its device region: tile
+// analysis with per-workgroup statistics, the class and DC-code sections, tile sizes, and the
+// fused DCT + quantize + pack kernel. The bits, e0 and class sizes come from the region's header
+// (written by shaders/fdsr_alloc.wgsl on the device, or by the host on the file path).
+//
+// Region words: header (src/codec/resident/layout.rs), DC codes (4 per word), 2-bit classes
+// (16 per word), the tile bitstream. One invocation per 8x8 tile unless said otherwise.
 
 struct FdsrParams {
     planes: u32, h: u32, w: u32, tiles_x: u32,
     tiles_per_plane: u32, tiles: u32, tile_base: u32, nbands: u32,
-    seed: u32, stream: u32, stochastic: u32, e0: i32,
-    dc_threshold: f32, _p0: u32, _p1: u32, _p2: u32,
+    seed: u32, stream: u32, stochastic: u32, dc_threshold: f32,
+    dc_off: u32, cls_off: u32, pay_off: u32, _p0: u32,
     edges: array<vec4<u32>, 3>,
-    bits: array<vec4<u32>, 2>,
-    class_bits: vec4<u32>,
 }
 
 const STATS: u32 = 20u; // per workgroup: 8 x sum(n*max^2), 8 x sum(coef^2), zero, dc-only, full, max
 const WG: u32 = 64u;
+const H_BITS: u32 = 0u;
+const H_E0: u32 = 8u;
+const H_CLASS_BITS: u32 = 9u;
 
 @group(0) @binding(1) var<uniform> p: FdsrParams;
 @group(0) @binding(2) var<storage, read> input: array<f32>;
-@group(0) @binding(3) var<storage, read_write> classes: array<u32>;
-// Per plane of the chunk: the bits of max |DC|, then (at planes + plane) the non-zero tile count.
+// Per tile: its class (analyze_tiles), then its size in bits (tile_sizes), then its bit offset (scan).
+@group(0) @binding(3) var<storage, read_write> work: array<u32>;
+// Per plane of the segment: the bits of max |DC|, then (at planes + plane) the non-zero tile count.
 @group(0) @binding(4) var<storage, read_write> plane_dcmax: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> partials: array<f32>;
-@group(0) @binding(6) var<storage, read> offsets: array<u32>;
-@group(0) @binding(7) var<storage, read_write> payload: array<atomic<u32>>;
-// Per tile of the chunk: its STATS statistics (analyze_tiles writes, reduce_stats sums).
-@group(0) @binding(8) var<storage, read_write> tile_stats: array<f32>;
+@group(0) @binding(6) var<storage, read_write> region: array<atomic<u32>>;
+// Reuse state per tile (shaders/fdsr_reuse.wgsl): the representative of a reference at 3t + 2.
+@group(0) @binding(7) var<storage, read> tile_state: array<u32>;
 
-// No kernel here uses workgroup memory or barriers: on lavapipe a workgroup reduction through
-// shared memory cost more than the whole per-tile analysis.
+// Per-tile statistics of a workgroup, statistic s of invocation l at s * WG + l.
+var<workgroup> red: array<f32, 1280>;
 
 fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
-fn band_bits(i: u32) -> u32 { return p.bits[i >> 2u][i & 3u]; }
+fn band_bits(i: u32) -> u32 { return atomicLoad(&region[H_BITS + i]); }
+fn header_e0() -> i32 { return bitcast<i32>(atomicLoad(&region[H_E0])); }
+fn class_size(c: u32) -> u32 { return atomicLoad(&region[H_CLASS_BITS + (c & 3u)]); }
+fn tile_class(t: u32) -> u32 { return (atomicLoad(&region[p.cls_off + (t >> 4u)]) >> ((t & 15u) * 2u)) & 3u; }
+fn dc_code(plane: u32) -> u32 { return (atomicLoad(&region[p.dc_off + (plane >> 2u)]) >> ((plane & 3u) * 8u)) & 0xffu; }
 
 // Row i of the tile at (y0, x0) of the plane at base, edge-replicated.
 fn load_row(base: u32, y0: u32, x0: u32, i: u32) -> Row {
@@ -103,10 +113,10 @@ fn row_summax(acc0: SumMax, r: Row) -> SumMax {
 // and edges increase strictly, so at most one band ends per step).
 struct BandStats { b: u32, end: u32, bmax: f32, energy: f32 }
 
-fn band_flush(st: ptr<function, BandStats>, t: u32) {
+fn band_flush(st: ptr<function, BandStats>, l: u32) {
     let b = (*st).b;
-    tile_stats[t * STATS + b] = f32(edge(b + 1u) - edge(b)) * (*st).bmax * (*st).bmax;
-    tile_stats[t * STATS + 8u + b] = (*st).energy;
+    red[b * WG + l] = f32(edge(b + 1u) - edge(b)) * (*st).bmax * (*st).bmax;
+    red[(8u + b) * WG + l] = (*st).energy;
 }
 
 fn band_step(st: ptr<function, BandStats>, z: u32, c: f32, t: u32) {
@@ -121,7 +131,7 @@ fn band_step(st: ptr<function, BandStats>, z: u32, c: f32, t: u32) {
     (*st).energy += c * c;
 }
 
-// Per-band statistics of the AC coefficients of c into tile t's slots of tile_stats.
+// Per-band statistics of the AC coefficients of c into invocation t's slots of red.
 fn band_stats(c: Tile, t: u32) {
     var st = BandStats(1u, edge(2u), 0.0, 0.0);
     band_step(&st, 1u, c.r0.a.y, t);
@@ -190,186 +200,90 @@ fn band_stats(c: Tile, t: u32) {
     band_flush(&st, t);
 }
 
-// Classifies tile t, records its plane's max |DC| and non-zero count, and writes its statistics.
-@compute @workgroup_size(64)
-fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                 @builtin(local_invocation_index) lid: u32) {
-    let t = group_index(wg, nwg) * WG + lid;
-    if (t >= p.tiles) { return; }
-    for (var s = 0u; s < STATS; s++) { tile_stats[t * STATS + s] = 0.0; }
-    var cls = 0u;
-    let x = load_tile(t);
-    if (tile_nonzero(x)) {
-        let c = dct_forward(x);
-        var sm = row_summax(SumMax(0.0, 0.0), c.r0);
-        sm = row_summax(sm, c.r1);
-        sm = row_summax(sm, c.r2);
-        sm = row_summax(sm, c.r3);
-        sm = row_summax(sm, c.r4);
-        sm = row_summax(sm, c.r5);
-        sm = row_summax(sm, c.r6);
-        sm = row_summax(sm, c.r7);
-        let total = sm.sum;
-        let dc = c.r0.a.x;
-        let ac = total - dc * dc;
-        cls = select(2u, 1u, ac <= p.dc_threshold * total);
-        atomicMax(&plane_dcmax[t / p.tiles_per_plane], bitcast<u32>(abs(dc)));
-        atomicAdd(&plane_dcmax[p.planes + t / p.tiles_per_plane], 1u);
-        tile_stats[t * STATS + 19u] = sm.mx;
-        if (cls == 2u) { band_stats(c, t); }
-    }
-    classes[t] = cls;
-    tile_stats[t * STATS + 16u + cls] = 1.0;
-}
-
-// Statistic s of tile l of group g (0 past the last tile).
-fn tile_stat(g: u32, l: u32, s: u32) -> f32 {
-    let t = g * WG + l;
-    return select(0.0, tile_stats[min(t, p.tiles - 1u) * STATS + s], t < p.tiles);
-}
-
 // a + b, or max(a, b) for the max statistic.
 fn fold(a: f32, b: f32, is_max: bool) -> f32 { return select(a + b, max(a, b), is_max); }
 
-// partials[g * STATS + s]: statistic s summed (the last: max-ed) over group g's 64 tiles by the
-// pairwise tree of a 64-wide workgroup reduction (stride 32, 16, ..., 1), without barriers.
+// Classifies tile t into work[t], records its plane's max |DC| and non-zero count, and sums the
+// workgroup's statistics into partials[group * STATS + s] by the pairwise tree of strides
+// 32, 16, ..., 1 (the last statistic max-ed).
 @compute @workgroup_size(64)
-fn reduce_stats(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                @builtin(local_invocation_index) lid: u32) {
+fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let g = group_index(wg, nwg);
+    let t = g * WG + lid;
+    for (var s = 0u; s < STATS; s++) { red[s * WG + lid] = 0.0; }
+    if (t < p.tiles) {
+        var cls = 0u;
+        let x = load_tile(t);
+        if (tile_nonzero(x)) {
+            let c = dct_forward(x);
+            var sm = row_summax(SumMax(0.0, 0.0), c.r0);
+            sm = row_summax(sm, c.r1);
+            sm = row_summax(sm, c.r2);
+            sm = row_summax(sm, c.r3);
+            sm = row_summax(sm, c.r4);
+            sm = row_summax(sm, c.r5);
+            sm = row_summax(sm, c.r6);
+            sm = row_summax(sm, c.r7);
+            let total = sm.sum;
+            let dc = c.r0.a.x;
+            let ac = total - dc * dc;
+            cls = select(2u, 1u, ac <= p.dc_threshold * total);
+            atomicMax(&plane_dcmax[t / p.tiles_per_plane], bitcast<u32>(abs(dc)));
+            atomicAdd(&plane_dcmax[p.planes + t / p.tiles_per_plane], 1u);
+            red[19u * WG + lid] = sm.mx;
+            if (cls == 2u) { band_stats(c, lid); }
+        }
+        work[t] = cls;
+        red[(16u + cls) * WG + lid] = 1.0;
+    }
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
+        if (lid < stride) {
+            for (var s = 0u; s < STATS; s++) {
+                red[s * WG + lid] = fold(red[s * WG + lid], red[s * WG + lid + stride], s == STATS - 1u);
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lid < STATS && g * WG < p.tiles) { partials[g * STATS + lid] = red[lid * WG]; }
+}
+
+// One invocation per word of the class section (16 tiles) and then of the DC-code section
+// (4 planes, each its largest |DC| coded under the header's e0).
+@compute @workgroup_size(64)
+fn pack_meta(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
     let i = group_index(wg, nwg) * WG + lid;
-    let groups = (p.tiles + WG - 1u) / WG;
-    if (i >= groups * STATS) { return; }
-    let g = i / STATS;
-    let s = i % STATS;
-    let m = s == STATS - 1u;
-    var a0 = tile_stat(g, 0u, s);
-    var a1 = tile_stat(g, 1u, s);
-    var a2 = tile_stat(g, 2u, s);
-    var a3 = tile_stat(g, 3u, s);
-    var a4 = tile_stat(g, 4u, s);
-    var a5 = tile_stat(g, 5u, s);
-    var a6 = tile_stat(g, 6u, s);
-    var a7 = tile_stat(g, 7u, s);
-    var a8 = tile_stat(g, 8u, s);
-    var a9 = tile_stat(g, 9u, s);
-    var a10 = tile_stat(g, 10u, s);
-    var a11 = tile_stat(g, 11u, s);
-    var a12 = tile_stat(g, 12u, s);
-    var a13 = tile_stat(g, 13u, s);
-    var a14 = tile_stat(g, 14u, s);
-    var a15 = tile_stat(g, 15u, s);
-    var a16 = tile_stat(g, 16u, s);
-    var a17 = tile_stat(g, 17u, s);
-    var a18 = tile_stat(g, 18u, s);
-    var a19 = tile_stat(g, 19u, s);
-    var a20 = tile_stat(g, 20u, s);
-    var a21 = tile_stat(g, 21u, s);
-    var a22 = tile_stat(g, 22u, s);
-    var a23 = tile_stat(g, 23u, s);
-    var a24 = tile_stat(g, 24u, s);
-    var a25 = tile_stat(g, 25u, s);
-    var a26 = tile_stat(g, 26u, s);
-    var a27 = tile_stat(g, 27u, s);
-    var a28 = tile_stat(g, 28u, s);
-    var a29 = tile_stat(g, 29u, s);
-    var a30 = tile_stat(g, 30u, s);
-    var a31 = tile_stat(g, 31u, s);
-    var a32 = tile_stat(g, 32u, s);
-    var a33 = tile_stat(g, 33u, s);
-    var a34 = tile_stat(g, 34u, s);
-    var a35 = tile_stat(g, 35u, s);
-    var a36 = tile_stat(g, 36u, s);
-    var a37 = tile_stat(g, 37u, s);
-    var a38 = tile_stat(g, 38u, s);
-    var a39 = tile_stat(g, 39u, s);
-    var a40 = tile_stat(g, 40u, s);
-    var a41 = tile_stat(g, 41u, s);
-    var a42 = tile_stat(g, 42u, s);
-    var a43 = tile_stat(g, 43u, s);
-    var a44 = tile_stat(g, 44u, s);
-    var a45 = tile_stat(g, 45u, s);
-    var a46 = tile_stat(g, 46u, s);
-    var a47 = tile_stat(g, 47u, s);
-    var a48 = tile_stat(g, 48u, s);
-    var a49 = tile_stat(g, 49u, s);
-    var a50 = tile_stat(g, 50u, s);
-    var a51 = tile_stat(g, 51u, s);
-    var a52 = tile_stat(g, 52u, s);
-    var a53 = tile_stat(g, 53u, s);
-    var a54 = tile_stat(g, 54u, s);
-    var a55 = tile_stat(g, 55u, s);
-    var a56 = tile_stat(g, 56u, s);
-    var a57 = tile_stat(g, 57u, s);
-    var a58 = tile_stat(g, 58u, s);
-    var a59 = tile_stat(g, 59u, s);
-    var a60 = tile_stat(g, 60u, s);
-    var a61 = tile_stat(g, 61u, s);
-    var a62 = tile_stat(g, 62u, s);
-    var a63 = tile_stat(g, 63u, s);
-    a0 = fold(a0, a32, m);
-    a1 = fold(a1, a33, m);
-    a2 = fold(a2, a34, m);
-    a3 = fold(a3, a35, m);
-    a4 = fold(a4, a36, m);
-    a5 = fold(a5, a37, m);
-    a6 = fold(a6, a38, m);
-    a7 = fold(a7, a39, m);
-    a8 = fold(a8, a40, m);
-    a9 = fold(a9, a41, m);
-    a10 = fold(a10, a42, m);
-    a11 = fold(a11, a43, m);
-    a12 = fold(a12, a44, m);
-    a13 = fold(a13, a45, m);
-    a14 = fold(a14, a46, m);
-    a15 = fold(a15, a47, m);
-    a16 = fold(a16, a48, m);
-    a17 = fold(a17, a49, m);
-    a18 = fold(a18, a50, m);
-    a19 = fold(a19, a51, m);
-    a20 = fold(a20, a52, m);
-    a21 = fold(a21, a53, m);
-    a22 = fold(a22, a54, m);
-    a23 = fold(a23, a55, m);
-    a24 = fold(a24, a56, m);
-    a25 = fold(a25, a57, m);
-    a26 = fold(a26, a58, m);
-    a27 = fold(a27, a59, m);
-    a28 = fold(a28, a60, m);
-    a29 = fold(a29, a61, m);
-    a30 = fold(a30, a62, m);
-    a31 = fold(a31, a63, m);
-    a0 = fold(a0, a16, m);
-    a1 = fold(a1, a17, m);
-    a2 = fold(a2, a18, m);
-    a3 = fold(a3, a19, m);
-    a4 = fold(a4, a20, m);
-    a5 = fold(a5, a21, m);
-    a6 = fold(a6, a22, m);
-    a7 = fold(a7, a23, m);
-    a8 = fold(a8, a24, m);
-    a9 = fold(a9, a25, m);
-    a10 = fold(a10, a26, m);
-    a11 = fold(a11, a27, m);
-    a12 = fold(a12, a28, m);
-    a13 = fold(a13, a29, m);
-    a14 = fold(a14, a30, m);
-    a15 = fold(a15, a31, m);
-    a0 = fold(a0, a8, m);
-    a1 = fold(a1, a9, m);
-    a2 = fold(a2, a10, m);
-    a3 = fold(a3, a11, m);
-    a4 = fold(a4, a12, m);
-    a5 = fold(a5, a13, m);
-    a6 = fold(a6, a14, m);
-    a7 = fold(a7, a15, m);
-    a0 = fold(a0, a4, m);
-    a1 = fold(a1, a5, m);
-    a2 = fold(a2, a6, m);
-    a3 = fold(a3, a7, m);
-    a0 = fold(a0, a2, m);
-    a1 = fold(a1, a3, m);
-    a0 = fold(a0, a1, m);
-    partials[i] = a0;
+    let cls_words = (p.tiles + 15u) / 16u;
+    if (i < cls_words) {
+        var word = 0u;
+        for (var k = 0u; k < 16u; k++) {
+            let t = i * 16u + k;
+            if (t < p.tiles) { word |= (work[t] & 3u) << (2u * k); }
+        }
+        atomicStore(&region[p.cls_off + i], word);
+        return;
+    }
+    let j = i - cls_words;
+    if (j >= (p.planes + 3u) / 4u) { return; }
+    let e0 = header_e0();
+    var word = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        let plane = j * 4u + k;
+        if (plane < p.planes) {
+            word |= encode_scale(bitcast<f32>(atomicLoad(&plane_dcmax[plane])), e0) << (8u * k);
+        }
+    }
+    atomicStore(&region[p.dc_off + j], word);
+}
+
+// work[t] = size in bits of tile t's class (the scan then turns sizes into offsets).
+@compute @workgroup_size(64)
+fn tile_sizes(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    let t = group_index(wg, nwg) * WG + lid;
+    if (t < p.tiles) { work[t] = class_size(tile_class(t)); }
 }
 
 // Bit writer of one invocation: word index, pending bits, their count. Whole words are OR-ed in
@@ -381,7 +295,7 @@ fn put(wr: ptr<function, Writer>, value: u32, nbits: u32) {
     (*wr).acc |= v << (*wr).n;
     let room = 32u - (*wr).n;
     if (nbits >= room) {
-        atomicOr(&payload[(*wr).word], (*wr).acc);
+        atomicOr(&region[p.pay_off + (*wr).word], (*wr).acc);
         (*wr).word += 1u;
         (*wr).acc = select(v >> room, 0u, room == 32u);
         (*wr).n = nbits - room;
@@ -391,7 +305,7 @@ fn put(wr: ptr<function, Writer>, value: u32, nbits: u32) {
 }
 
 fn flush(wr: ptr<function, Writer>) {
-    if ((*wr).n > 0u) { atomicOr(&payload[(*wr).word], (*wr).acc); }
+    if ((*wr).n > 0u) { atomicOr(&region[p.pay_off + (*wr).word], (*wr).acc); }
 }
 
 @compute @workgroup_size(64)
@@ -399,8 +313,18 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
               @builtin(local_invocation_index) lid: u32) {
     let t = group_index(wg, nwg) * WG + lid;
     if (t >= p.tiles) { return; }
-    let cls = classes[t];
-    if (cls == 0u || cls == 3u) { return; }
+    let cls = tile_class(t);
+    if (cls == 0u) { return; }
+    let start = work[t];
+    var wr = Writer(start >> 5u, 0u, start & 31u);
+    if (cls == 3u) {
+        // A reference stores its representative (a tile of this segment) in 32 bits.
+        let s = tile_state[3u * t + 2u];
+        put(&wr, s & 0xffffu, 16u);
+        put(&wr, s >> 16u, 16u);
+        flush(&wr);
+        return;
+    }
     // Only full tiles need every coefficient; for DC-only tiles the compiler drops the rest.
     let c = dct_forward(load_tile(t));
     var coef: array<f32, 64>;
@@ -410,14 +334,13 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     let gt = p.tile_base + t;
     // rng24(seed, stream, i) = hash32(key ^ i) >> 8 with the per-tensor part hashed once.
     let key = hash32(hash32(p.seed ^ 0x9e3779b9u) ^ p.stream);
-    let start = offsets[t];
-    var wr = Writer(start >> 5u, 0u, start & 31u);
+    let e0 = header_e0();
     let bdc = band_bits(0u);
     if (bdc == 16u) {
         put(&wr, f16_bits(dc), 16u);
     } else {
-        let dcode = encode_scale(bitcast<f32>(atomicLoad(&plane_dcmax[t / p.tiles_per_plane])), p.e0);
-        let inv = select(inv_scale(dcode, p.e0), 0.0, dcode == 0u);
+        let dcode = dc_code(t / p.tiles_per_plane);
+        let inv = select(inv_scale(dcode, e0), 0.0, dcode == 0u);
         put(&wr, quantize_sym(dc, inv, bdc, hash32(key ^ (gt * 64u)) >> 8u, stochastic), bdc);
     }
     if (cls == 2u) {
@@ -430,9 +353,9 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
             }
             var bmax = 0.0;
             for (var z = edge(b); z < edge(b + 1u); z++) { bmax = max(bmax, abs(coef[zigzag(z)])); }
-            let code = encode_scale(bmax, p.e0);
+            let code = encode_scale(bmax, e0);
             put(&wr, code, 8u);
-            let inv = select(inv_scale(code, p.e0), 0.0, code == 0u);
+            let inv = select(inv_scale(code, e0), 0.0, code == 0u);
             for (var z = edge(b); z < edge(b + 1u); z++) {
                 let r = hash32(key ^ (gt * 64u + z)) >> 8u;
                 put(&wr, quantize_sym(coef[zigzag(z)], inv, bits, r, stochastic), bits);

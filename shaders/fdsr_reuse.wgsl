@@ -1,14 +1,15 @@
 // fdsr similarity reuse (docs/CODEC.md, "Similarity reuse"): per full tile a key (SimHash of the
 // leading AC zig-zag coefficients + a DC magnitude key), an open-addressing hash table keyed by the exact
 // key whose slot keeps the lowest claiming tile (atomicMin), and verification against it.
-// Rounds of reuse_clear, reuse_claim, reuse_verify; the result does not depend on the race.
+// Rounds of reuse_clear, reuse_claim, reuse_verify; the result does not depend on the race. The
+// bits and e0 come from the segment's region header; reuse runs only where a full tile's payload
+// exceeds the 32 bits a reference costs (else every tile stays distinct).
 
 struct ReuseParams {
     planes: u32, h: u32, w: u32, tiles_x: u32,
-    tiles_per_plane: u32, tiles: u32, nbands: u32, e0: i32,
+    tiles_per_plane: u32, tiles: u32, nbands: u32, _p1: u32,
     leading: u32, sig_bits: u32, table_mask: u32, _p0: u32,
     edges: array<vec4<u32>, 3>,
-    bits: array<vec4<u32>, 2>,
 }
 
 // Up to 20 hyperplanes of 64 coefficients, H[i * 64 + z].
@@ -29,9 +30,14 @@ const MARGIN: u32 = 0x3f7ffff0u; // 1 - 2^-20
 @group(0) @binding(6) var<storage, read_write> table: array<atomic<u32>>;
 // Tile t: key at 3t, slot at 3t + 1, state at 3t + 2 (UNRESOLVED, DISTINCT or the representative).
 @group(0) @binding(7) var<storage, read_write> tile_state: array<u32>;
+// The segment's region: only its header is read (bits per band at 0, e0 at 8, class sizes at 9).
+@group(0) @binding(8) var<storage, read> region: array<u32>;
 
 fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
-fn band_bits(i: u32) -> u32 { return p.bits[i >> 2u][i & 3u]; }
+fn band_bits(i: u32) -> u32 { return region[i]; }
+fn header_e0() -> i32 { return bitcast<i32>(region[8u]); }
+// A reference (32 bits) is worth storing only where a full tile costs more.
+fn worthwhile() -> bool { return region[9u + 2u] > 32u; }
 fn hyper_at(i: u32) -> f32 { return hyper.h[i >> 2u][i & 3u]; }
 
 fn load_row(base: u32, y0: u32, x0: u32, i: u32) -> Row {
@@ -77,7 +83,7 @@ fn reuse_keys(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     let t = group_index(wg, nwg) * 64u + lid;
     if (t >= p.tiles) { return; }
     tile_state[3u * t + 1u] = EMPTY;
-    if (classes[t] != 2u) {
+    if (classes[t] != 2u || !worthwhile()) {
         tile_state[3u * t] = 0u;
         tile_state[3u * t + 2u] = DISTINCT;
         return;
@@ -140,8 +146,8 @@ fn verify(ct: ptr<function, array<f32, 64>>, cs: ptr<function, array<f32, 64>>, 
             m = 0.0;
             for (var z = edge(b); z < edge(b + 1u); z++) { m = max(m, abs((*cs)[z])); }
         }
-        let code = encode_scale(m, p.e0);
-        let tol = select(scale_value(code, p.e0), 0.0, code == 0u) * margin;
+        let code = encode_scale(m, header_e0());
+        let tol = select(scale_value(code, header_e0()), 0.0, code == 0u) * margin;
         let l = f32((1u << bits) - 1u);
         for (var z = edge(b); z < edge(b + 1u); z++) {
             if (abs((*ct)[z] - (*cs)[z]) * l > tol) { return false; }

@@ -2,23 +2,28 @@
 // per group a bf16-floor minimum and a scale code of the range, asymmetric codes of B bits.
 //
 // A group holds 256·B bits = 8·B whole words, so every payload word belongs to exactly one group
-// and chunks of whole groups are word-aligned. Packing runs one invocation per output word, which
-// gathers every code touching the word: no atomics.
+// and segments of whole groups are word-aligned. Each segment has its device region: header (e0
+// at word 8, the out-of-range flag at 14), the groups' minima (2 per word), their range codes
+// (4 per word), the payload. Packing runs one invocation per output word: no atomics.
 
 struct UniformParams {
-    n: u32,          // values in this chunk
-    groups: u32,     // groups in this chunk
-    words: u32,      // payload words in this chunk
+    n: u32,          // values in this segment
+    groups: u32,     // groups in this segment
+    words: u32,      // payload words in this segment
     bits: u32,       // bits per code, 1..=8
-    base: u32,       // global flat index of the chunk's first value (RNG index base)
+    base: u32,       // global flat index of the segment's first value (RNG index base)
     seed: u32,
     stream: u32,
     stochastic: u32,
-    e0: i32,
-    _p0: u32, _p1: u32, _p2: u32,
+    mins_off: u32,   // region word of the minima
+    codes_off: u32,  // region word of the range codes
+    pay_off: u32,    // region word of the payload
+    _p0: u32,
 }
 
 const GROUP: u32 = 256u;
+const H_E0: u32 = 8u;
+const H_FLAGS: u32 = 14u;
 
 @group(0) @binding(1) var<uniform> p: UniformParams;
 @group(0) @binding(2) var<storage, read> input: array<f32>;
@@ -27,10 +32,12 @@ const GROUP: u32 = 256u;
 // [0]: largest range (f32 bits, ranges are >= 0 so u32 order is f32 order); [1]: non-zero when
 // some value is out of range (not finite, or |x| >= 2^120).
 @group(0) @binding(4) var<storage, read_write> gmax: array<atomic<u32>>;
-// Per group: bf16 minimum in the low 16 bits, range scale code in bits 16..24.
-@group(0) @binding(5) var<storage, read_write> group_info: array<u32>;
-@group(0) @binding(6) var<storage, read_write> payload: array<u32>;
-@group(0) @binding(7) var<storage, read_write> output: array<f32>;
+@group(0) @binding(5) var<storage, read_write> region: array<u32>;
+@group(0) @binding(6) var<storage, read_write> output: array<f32>;
+
+fn e0() -> i32 { return bitcast<i32>(region[H_E0]); }
+fn group_min(g: u32) -> f32 { return bf16_value((region[p.mins_off + (g >> 1u)] >> ((g & 1u) * 16u)) & 0xffffu); }
+fn group_code(g: u32) -> u32 { return (region[p.codes_off + (g >> 2u)] >> ((g & 3u) * 8u)) & 0xffu; }
 
 var<workgroup> lo: array<f32, 256>;
 var<workgroup> hi: array<f32, 256>;
@@ -66,14 +73,36 @@ fn group_stats(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
     }
 }
 
-// One invocation per group: the range scale code under the tensor's e0.
+// One invocation: the segment's e0 from its largest range, and the out-of-range flag.
+@compute @workgroup_size(1)
+fn group_e0() {
+    region[H_E0] = bitcast<u32>(clamp(exp_of(bitcast<f32>(atomicLoad(&gmax[0]))) + 1, -90, 128));
+    region[H_FLAGS] = atomicLoad(&gmax[1]);
+}
+
+// One invocation per word of the minima (2 groups) and then of the range codes (4 groups, each
+// under the header's e0).
 @compute @workgroup_size(256)
-fn group_codes(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-               @builtin(local_invocation_index) lid: u32) {
-    let g = group_index(wg, nwg) * 256u + lid;
-    if (g >= p.groups) { return; }
-    let code = encode_scale(bitcast<f32>(stats[2u * g + 1u]), p.e0);
-    group_info[g] = stats[2u * g] | (code << 16u);
+fn group_meta(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    let i = group_index(wg, nwg) * 256u + lid;
+    let min_words = (p.groups + 1u) / 2u;
+    var word = 0u;
+    if (i < min_words) {
+        for (var k = 0u; k < 2u; k++) {
+            let g = 2u * i + k;
+            if (g < p.groups) { word |= stats[2u * g] << (16u * k); }
+        }
+        region[p.mins_off + i] = word;
+        return;
+    }
+    let j = i - min_words;
+    if (j >= (p.groups + 3u) / 4u) { return; }
+    for (var k = 0u; k < 4u; k++) {
+        let g = 4u * j + k;
+        if (g < p.groups) { word |= encode_scale(bitcast<f32>(stats[2u * g + 1u]), e0()) << (8u * k); }
+    }
+    region[p.codes_off + j] = word;
 }
 
 // One invocation per output word: quantizes every value whose code touches the word.
@@ -85,10 +114,9 @@ fn pack_groups(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
     let words_per_group = 8u * p.bits;
     let g = w / words_per_group;
     let bit0 = (w % words_per_group) * 32u; // first bit of the word within its group
-    let info = group_info[g];
-    let mn = bf16_value(info & 0xffffu);
-    let code = info >> 16u;
-    let inv = select(inv_scale(code, p.e0), 0.0, code == 0u);
+    let mn = group_min(g);
+    let code = group_code(g);
+    let inv = select(inv_scale(code, e0()), 0.0, code == 0u);
     let stochastic = p.stochastic != 0u;
     var word = 0u;
     for (var j = bit0 / p.bits; j <= (bit0 + 31u) / p.bits; j++) {
@@ -98,7 +126,7 @@ fn pack_groups(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
         let s = i32(j * p.bits) - i32(bit0);
         word |= select(q >> u32(-s), q << u32(s), s >= 0);
     }
-    payload[w] = word;
+    region[p.pay_off + w] = word;
 }
 
 // One invocation per value: reads its code and dequantizes.
@@ -111,11 +139,10 @@ fn unpack_groups(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
     let pos = (i % GROUP) * p.bits;
     let w = g * 8u * p.bits + (pos >> 5u);
     let s = pos & 31u;
-    var v = payload[w] >> s;
-    if (s + p.bits > 32u) { v |= payload[w + 1u] << (32u - s); }
+    var v = region[p.pay_off + w] >> s;
+    if (s + p.bits > 32u) { v |= region[p.pay_off + w + 1u] << (32u - s); }
     let q = v & ((1u << p.bits) - 1u);
-    let info = group_info[g];
-    let code = info >> 16u;
-    let range = select(scale_value(code, p.e0), 0.0, code == 0u);
-    output[i] = dequant_asym(q, p.bits, bf16_value(info & 0xffffu), range);
+    let code = group_code(g);
+    let range = select(scale_value(code, e0()), 0.0, code == 0u);
+    output[i] = dequant_asym(q, p.bits, group_min(g), range);
 }

@@ -1,15 +1,75 @@
-//! The GPU baselines (`uniform:B`, `division`, `lossless`) against the pure-Rust reference: the
-//! bodies must be equal bit for bit, the decoded tensors equal within 1e-6 relative, and chunked
-//! runs (a small binding limit) must give the same bodies as unchunked ones.
+//! The GPU baselines (`uniform:B`, `division`, `lossless`) against the pure-Rust reference,
+//! through the file path (device-resident kernels plus readback): the bodies must be equal bit
+//! for bit, the decoded tensors equal within 1e-6 relative, and segmented runs (a small binding
+//! limit) must give the same bodies as unsegmented ones.
 
 mod common;
 
-use fdsr::codec::{division_gpu, lossless_gpu, uniform_gpu};
+use fdsr::codec::api::{compress_buffer, decompress};
+use fdsr::codec::format::{DivisionBody, UniformBody};
+use fdsr::codec::resident::layout::segments;
 use fdsr::gpu::kernel::storage_init;
 use fdsr::gpu::ContextOptions;
 use fdsr::reference::{division, quant::hash, uniform};
-use fdsr::{CodecOptions, FdsrError, GpuContext, Rounding};
+use fdsr::{Body, CodecOptions, Compressed, FdsrError, GpuContext, Policy, Result, Rounding};
 use pollster::block_on;
+
+/// The four GPU entry points of the baselines, as the old per-policy drivers had them.
+mod gpu {
+    use super::*;
+
+    async fn body(ctx: &GpuContext, x: &wgpu::Buffer, shape: &[usize], p: Policy, o: &CodecOptions) -> Result<Body> {
+        Ok(compress_buffer(ctx, x, shape, &p, o).await?.body)
+    }
+
+    fn wrap(shape: &[usize], body: Body) -> Compressed {
+        Compressed { shape: shape.to_vec(), seed: 0, tensor_id: 0, rounding: Rounding::Stochastic, body }
+    }
+
+    pub async fn uniform(
+        ctx: &GpuContext,
+        x: &wgpu::Buffer,
+        shape: &[usize],
+        bits: u8,
+        o: &CodecOptions,
+    ) -> Result<UniformBody> {
+        match body(ctx, x, shape, Policy::Uniform { bits }, o).await? {
+            Body::Uniform(u) => Ok(u),
+            other => panic!("uniform gave {other:?}"),
+        }
+    }
+
+    pub async fn division(
+        ctx: &GpuContext,
+        x: &wgpu::Buffer,
+        shape: &[usize],
+        o: &CodecOptions,
+    ) -> Result<DivisionBody> {
+        match body(ctx, x, shape, Policy::Division, o).await? {
+            Body::Division(d) => Ok(d),
+            other => panic!("division gave {other:?}"),
+        }
+    }
+
+    pub async fn lossless(ctx: &GpuContext, x: &wgpu::Buffer, n: usize) -> Result<Vec<u32>> {
+        match body(ctx, x, &[n], Policy::Lossless, &CodecOptions::default()).await? {
+            Body::Lossless { data } => Ok(data),
+            other => panic!("lossless gave {other:?}"),
+        }
+    }
+
+    pub async fn uniform_decode(ctx: &GpuContext, u: &UniformBody, shape: &[usize]) -> Result<Vec<f32>> {
+        decompress(ctx, &wrap(shape, Body::Uniform(u.clone()))).await
+    }
+
+    pub async fn division_decode(ctx: &GpuContext, d: &DivisionBody, shape: &[usize]) -> Result<Vec<f32>> {
+        decompress(ctx, &wrap(shape, Body::Division(d.clone()))).await
+    }
+
+    pub async fn lossless_decode(ctx: &GpuContext, data: &[u32], n: usize) -> Result<Vec<f32>> {
+        decompress(ctx, &wrap(&[n], Body::Lossless { data: data.to_vec() })).await
+    }
+}
 
 /// Deterministic uniform value in [-1, 1) for `(salt, i)`.
 fn noise(salt: u32, i: usize) -> f32 {
@@ -54,20 +114,20 @@ fn upload(ctx: &GpuContext, x: &[f32]) -> wgpu::Buffer {
 fn check_uniform(ctx: &GpuContext, shape: &[usize], bits: u8, rounding: Rounding, name: &str, x: &[f32]) {
     let what = format!("uniform:{bits} {rounding:?} {name} {shape:?}");
     let o = opts(rounding);
-    let body = block_on(uniform_gpu::compress(ctx, &upload(ctx, x), shape, bits, &o)).expect(&what);
+    let body = block_on(gpu::uniform(ctx, &upload(ctx, x), shape, bits, &o)).expect(&what);
     let want = uniform::encode(x, bits, &o);
     assert_eq!(body, want, "{what}: body differs from the reference");
-    let got = block_on(uniform_gpu::decompress(ctx, &body, shape)).expect(&what);
+    let got = block_on(gpu::uniform_decode(ctx, &body, shape)).expect(&what);
     assert_close(&got, &uniform::decode(&want, x.len()).expect(&what), &what);
 }
 
 fn check_division(ctx: &GpuContext, shape: &[usize], rounding: Rounding, name: &str, x: &[f32]) {
     let what = format!("division {rounding:?} {name} {shape:?}");
     let o = opts(rounding);
-    let body = block_on(division_gpu::compress(ctx, &upload(ctx, x), shape, &o)).expect(&what);
+    let body = block_on(gpu::division(ctx, &upload(ctx, x), shape, &o)).expect(&what);
     let want = division::encode(x, shape, &o).expect(&what);
     assert_eq!(body, want, "{what}: body differs from the reference");
-    let got = block_on(division_gpu::decompress(ctx, &body, shape)).expect(&what);
+    let got = block_on(gpu::division_decode(ctx, &body, shape)).expect(&what);
     assert_close(&got, &division::decode(&want, shape).expect(&what), &what);
 }
 
@@ -122,34 +182,34 @@ fn chunked_runs_give_the_unchunked_bodies() {
     // Uniform: 4 groups per chunk, a partial last group.
     let shape = [5, 1111];
     let (_, x) = &inputs(&shape)[2];
-    let g = uniform_gpu::Geometry::new(&small, &shape).expect("geometry");
-    assert!(g.chunks().count() > 1, "not chunked: {g:?}");
+    let segs = segments(5555u64.div_ceil(256), 1024, small.max_binding_bytes()).expect("segments");
+    assert!(segs.len() > 1, "not segmented: {segs:?}");
     for bits in [1, 3, 5, 8] {
-        let whole = block_on(uniform_gpu::compress(&ctx, &upload(&ctx, x), &shape, bits, &o)).expect("whole");
-        let chunked = block_on(uniform_gpu::compress(&small, &upload(&small, x), &shape, bits, &o)).expect("chunked");
+        let whole = block_on(gpu::uniform(&ctx, &upload(&ctx, x), &shape, bits, &o)).expect("whole");
+        let chunked = block_on(gpu::uniform(&small, &upload(&small, x), &shape, bits, &o)).expect("chunked");
         assert_eq!(chunked, whole, "uniform:{bits}");
         assert_eq!(whole, uniform::encode(x, bits, &o), "uniform:{bits}");
-        let a = block_on(uniform_gpu::decompress(&ctx, &whole, &shape)).expect("decode");
-        let b = block_on(uniform_gpu::decompress(&small, &whole, &shape)).expect("chunked decode");
+        let a = block_on(gpu::uniform_decode(&ctx, &whole, &shape)).expect("decode");
+        let b = block_on(gpu::uniform_decode(&small, &whole, &shape)).expect("chunked decode");
         assert_eq!(a, b, "uniform:{bits} decode");
     }
-    // Division: chunk boundaries in the middle of payload words.
+    // Division: segment boundaries in the middle of payload words.
     for shape in [[2, 3, 13, 19], [3, 4, 9, 11]] {
-        let g = division_gpu::Geometry::new(&small, &shape).expect("geometry");
-        assert!(g.chunks().count() > 1, "not chunked: {g:?}");
+        let segs = segments((shape[0] * shape[1]) as u64, (shape[2] * shape[3] * 4) as u64, small.max_binding_bytes());
+        assert!(segs.expect("segments").len() > 1, "not segmented");
         for (name, x) in inputs(&shape) {
-            let whole = block_on(division_gpu::compress(&ctx, &upload(&ctx, &x), &shape, &o)).expect("whole");
-            let chunked = block_on(division_gpu::compress(&small, &upload(&small, &x), &shape, &o)).expect("chunked");
+            let whole = block_on(gpu::division(&ctx, &upload(&ctx, &x), &shape, &o)).expect("whole");
+            let chunked = block_on(gpu::division(&small, &upload(&small, &x), &shape, &o)).expect("chunked");
             assert_eq!(chunked, whole, "division {name} {shape:?}");
             assert_eq!(whole, division::encode(&x, &shape, &o).expect("reference"), "division {name} {shape:?}");
-            let a = block_on(division_gpu::decompress(&ctx, &whole, &shape)).expect("decode");
-            let b = block_on(division_gpu::decompress(&small, &whole, &shape)).expect("chunked decode");
+            let a = block_on(gpu::division_decode(&ctx, &whole, &shape)).expect("decode");
+            let b = block_on(gpu::division_decode(&small, &whole, &shape)).expect("chunked decode");
             assert_eq!(a, b, "division {name} {shape:?} decode");
         }
     }
     // Lossless reads back in pieces of one binding.
     let (_, x) = &inputs(&[3000])[1];
-    let data = block_on(lossless_gpu::compress(&small, &upload(&small, x), x.len())).expect("lossless");
+    let data = block_on(gpu::lossless(&small, &upload(&small, x), x.len())).expect("lossless");
     assert_eq!(data, x.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
 }
 
@@ -157,19 +217,16 @@ fn chunked_runs_give_the_unchunked_bodies() {
 fn lossless_is_verbatim() {
     let Some(ctx) = common::gpu() else { return };
     let x: Vec<f32> = (0..777).map(|i| noise(9, i) * 1e30).chain([0.0, -0.0, f32::MIN_POSITIVE, 1e-45]).collect();
-    let data = block_on(lossless_gpu::compress(&ctx, &upload(&ctx, &x), x.len())).expect("compress");
+    let data = block_on(gpu::lossless(&ctx, &upload(&ctx, &x), x.len())).expect("compress");
     assert_eq!(data, x.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
-    let y = block_on(lossless_gpu::decompress(&ctx, &data, x.len())).expect("decompress");
+    let y = block_on(gpu::lossless_decode(&ctx, &data, x.len())).expect("decompress");
     assert_eq!(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), data);
-    let buf = lossless_gpu::upload(&ctx, &data, x.len()).expect("upload");
-    assert_eq!(block_on(lossless_gpu::compress(&ctx, &buf, x.len())).expect("re-read"), data);
-    assert!(matches!(block_on(lossless_gpu::decompress(&ctx, &data, 5)), Err(FdsrError::Corrupt(_))));
+    let buf = storage_init(&ctx, "lossless values", bytemuck::cast_slice(&data));
+    assert_eq!(block_on(gpu::lossless(&ctx, &buf, x.len())).expect("re-read"), data);
+    assert!(matches!(block_on(gpu::lossless_decode(&ctx, &data, 5)), Err(FdsrError::Corrupt(_))));
     let bad = [f32::NAN.to_bits()];
-    assert!(matches!(
-        block_on(lossless_gpu::compress(&ctx, &upload(&ctx, &[f32::NAN]), 1)),
-        Err(FdsrError::InvalidTensor(_))
-    ));
-    assert!(matches!(block_on(lossless_gpu::decompress(&ctx, &bad, 1)), Err(FdsrError::Corrupt(_))));
+    assert!(matches!(block_on(gpu::lossless(&ctx, &upload(&ctx, &[f32::NAN]), 1)), Err(FdsrError::InvalidTensor(_))));
+    assert!(matches!(block_on(gpu::lossless_decode(&ctx, &bad, 1)), Err(FdsrError::Corrupt(_))));
 }
 
 #[test]
@@ -181,29 +238,29 @@ fn bad_inputs_and_bodies_are_errors() {
     for bad in [f32::INFINITY, f32::NAN, 1.5e36, -2e37] {
         let mut y = x.clone();
         y[123] = bad;
-        let u = block_on(uniform_gpu::compress(&ctx, &upload(&ctx, &y), &shape, 4, &o));
+        let u = block_on(gpu::uniform(&ctx, &upload(&ctx, &y), &shape, 4, &o));
         assert!(matches!(u, Err(FdsrError::InvalidTensor(_))), "uniform accepted {bad}: {u:?}");
-        let d = block_on(division_gpu::compress(&ctx, &upload(&ctx, &y), &shape, &o));
+        let d = block_on(gpu::division(&ctx, &upload(&ctx, &y), &shape, &o));
         assert!(matches!(d, Err(FdsrError::InvalidTensor(_))), "division accepted {bad}: {d:?}");
     }
     let input = upload(&ctx, x);
     for bits in [0, 9] {
-        assert!(block_on(uniform_gpu::compress(&ctx, &input, &shape, bits, &o)).is_err(), "bits {bits}");
+        assert!(block_on(gpu::uniform(&ctx, &input, &shape, bits, &o)).is_err(), "bits {bits}");
     }
-    assert!(block_on(uniform_gpu::compress(&ctx, &input, &[301], 4, &o)).is_err(), "buffer too small");
-    assert!(block_on(uniform_gpu::compress(&ctx, &input, &[0, 3], 4, &o)).is_err(), "zero dimension");
-    assert!(block_on(division_gpu::compress(&ctx, &input, &[300], &o)).is_err(), "division needs rank 4");
-    let u = block_on(uniform_gpu::compress(&ctx, &input, &shape, 3, &o)).expect("uniform");
+    assert!(block_on(gpu::uniform(&ctx, &input, &[301], 4, &o)).is_err(), "buffer too small");
+    assert!(block_on(gpu::uniform(&ctx, &input, &[0, 3], 4, &o)).is_err(), "zero dimension");
+    assert!(block_on(gpu::division(&ctx, &input, &[300], &o)).is_err(), "division needs rank 4");
+    let u = block_on(gpu::uniform(&ctx, &input, &shape, 3, &o)).expect("uniform");
     let mut short = u.clone();
     short.payload.pop();
-    assert!(matches!(block_on(uniform_gpu::decompress(&ctx, &short, &shape)), Err(FdsrError::Corrupt(_))));
-    assert!(matches!(block_on(uniform_gpu::decompress(&ctx, &u, &[600])), Err(FdsrError::Corrupt(_))));
+    assert!(matches!(block_on(gpu::uniform_decode(&ctx, &short, &shape)), Err(FdsrError::Corrupt(_))));
+    assert!(matches!(block_on(gpu::uniform_decode(&ctx, &u, &[600])), Err(FdsrError::Corrupt(_))));
     let mut nan_min = u.clone();
     nan_min.mins[0] = 0x7fc0;
-    assert!(matches!(block_on(uniform_gpu::decompress(&ctx, &nan_min, &shape)), Err(FdsrError::Corrupt(_))));
-    let d = block_on(division_gpu::compress(&ctx, &input, &shape, &o)).expect("division");
+    assert!(matches!(block_on(gpu::uniform_decode(&ctx, &nan_min, &shape)), Err(FdsrError::Corrupt(_))));
+    let d = block_on(gpu::division(&ctx, &input, &shape, &o)).expect("division");
     let mut short = d.clone();
     short.means.pop();
-    assert!(matches!(block_on(division_gpu::decompress(&ctx, &short, &shape)), Err(FdsrError::Corrupt(_))));
-    assert!(matches!(block_on(division_gpu::decompress(&ctx, &d, &[1, 5, 60])), Err(FdsrError::Corrupt(_))));
+    assert!(matches!(block_on(gpu::division_decode(&ctx, &short, &shape)), Err(FdsrError::Corrupt(_))));
+    assert!(matches!(block_on(gpu::division_decode(&ctx, &d, &[1, 5, 60])), Err(FdsrError::Corrupt(_))));
 }

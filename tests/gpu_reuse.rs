@@ -4,7 +4,6 @@ mod common;
 
 use fdsr::codec::api::{compress_with_stats, decompress};
 use fdsr::codec::config::{FdsrConfig, ReuseConfig};
-use fdsr::codec::fdsr_gpu;
 use fdsr::gpu::kernel::storage_init;
 use fdsr::gpu::ContextOptions;
 use fdsr::reference::fdsr::analyze;
@@ -37,7 +36,7 @@ fn signatures_match_the_reference_up_to_rounding_near_zero() {
     let r = cfg.reuse.unwrap();
     let opts = CodecOptions { seed: 9, ..Default::default() };
     let input = storage_init(&ctx, "x", bytemuck::cast_slice(&x));
-    let keys = pollster::block_on(fdsr_gpu::reuse_keys(&ctx, &input, &shape, cfg, &opts)).unwrap();
+    let keys = pollster::block_on(fdsr::codec::file::reuse_keys(&ctx, &input, &shape, cfg, &opts)).unwrap();
     let a = analyze(&x, &shape, &EDGES, cfg.dc_threshold).unwrap();
     let h = hyperplanes(opts.seed, r.bits);
     let (mut full, mut flips) = (0, 0);

@@ -1,7 +1,8 @@
 //! Every `#[repr(C)]` parameter struct has exactly the size of its WGSL twin (naga's layouter),
 //! and the buffer pool's accounting adds up.
 
-use fdsr::codec::{division_gpu, fdsr_gpu, reuse_gpu, scan, tables, uniform_gpu};
+use fdsr::codec::resident::{fdsr as rfdsr, flat};
+use fdsr::codec::{reuse_gpu, scan, tables};
 use fdsr::engine::ops::{batchnorm, elementwise, fakequant, gate, loss, optim, pool};
 use std::mem::size_of;
 
@@ -20,16 +21,17 @@ fn wgsl_struct_size(shader: &str, name: &str) -> u32 {
 
 #[test]
 fn rust_param_structs_match_wgsl() {
-    let cases: [(&str, &str, usize); 18] = [
+    let cases: [(&str, &str, usize); 19] = [
         ("fdsr_reuse", "ReuseParams", size_of::<reuse_gpu::ReuseParams>()),
         ("fdsr_reuse", "Hyper", size_of::<reuse_gpu::Hyper>()),
         ("fdsr_reuse", "Tables", size_of::<tables::Tables>()),
-        ("fdsr_encode", "FdsrParams", size_of::<fdsr_gpu::EncodeParams>()),
-        ("fdsr_decode", "DecodeParams", size_of::<fdsr_gpu::DecodeParams>()),
+        ("fdsr_encode", "FdsrParams", size_of::<rfdsr::EncodeParams>()),
+        ("fdsr_decode", "DecodeParams", size_of::<rfdsr::DecodeParams>()),
+        ("fdsr_alloc", "AllocParams", size_of::<rfdsr::AllocParams>()),
         ("scan", "ScanParams", size_of::<scan::ScanParams>()),
         ("fdsr_encode", "Tables", size_of::<tables::Tables>()),
-        ("uniform", "UniformParams", size_of::<uniform_gpu::UniformParams>()),
-        ("division", "DivisionParams", size_of::<division_gpu::DivisionParams>()),
+        ("uniform", "UniformParams", size_of::<flat::UniformParams>()),
+        ("division", "DivisionParams", size_of::<flat::DivisionParams>()),
         ("copy", "CopyParams", size_of::<[u32; 4]>()),
         ("ops_elementwise", "EwParams", size_of::<elementwise::EwParams>()),
         ("ops_pool", "PoolParams", size_of::<pool::PoolParams>()),

@@ -1,22 +1,14 @@
-//! Entry points: compress and decompress a tensor on the GPU with any policy.
+//! Entry points of the file path: compress host values or a device tensor into a host
+//! [`Compressed`] with any policy, and decompress one (through the device-resident kernels; see
+//! [`super::file`]). Training keeps stored forms on the device instead ([`super::resident`]).
 
-pub use super::alloc::FdsrStats;
-use super::config::{BitChoice, CodecOptions, Policy};
-use super::format::{Body, Compressed};
-use super::{alloc, fdsr_gpu};
+use super::config::{CodecOptions, Policy};
+use super::file;
+use super::format::Compressed;
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::storage_init;
 use crate::gpu::GpuContext;
-pub use crate::reference::reuse::ReuseStats;
-
-/// What compressing one tensor measured besides its stored form.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CodecStats {
-    /// Similarity reuse counts (`fdsr` on a 4-D tensor with reuse on).
-    pub reuse: Option<ReuseStats>,
-    /// The DCT analysis pass (`fdsr` on a 4-D tensor): tile classes, band energies and ranges.
-    pub analysis: Option<FdsrStats>,
-}
+pub use file::{CodecStats, FdsrStats, ReuseStats};
 
 /// Largest magnitude the codec accepts (scale codes stay in f32's normal range).
 pub const MAX_MAGNITUDE: f32 = 1.329_228e36; // 2^120
@@ -87,36 +79,10 @@ pub async fn compress_buffer_with_stats(
     policy: &Policy,
     opts: &CodecOptions,
 ) -> Result<(Compressed, CodecStats)> {
-    let numel: usize = shape.iter().product();
-    let mut stats = CodecStats::default();
-    let body = match policy {
-        Policy::Lossless => Body::Lossless { data: super::lossless_gpu::compress(ctx, input, numel).await? },
-        Policy::Uniform { bits } => Body::Uniform(super::uniform_gpu::compress(ctx, input, shape, *bits, opts).await?),
-        Policy::Division => Body::Division(super::division_gpu::compress(ctx, input, shape, opts).await?),
-        Policy::Fdsr(cfg) if shape.len() == 4 => {
-            let (body, reuse, analysis) = fdsr_gpu::compress_with_stats(ctx, input, shape, cfg, opts).await?;
-            stats = CodecStats { reuse, analysis: Some(analysis) };
-            Body::Fdsr(body)
-        }
-        Policy::Fdsr(cfg) => {
-            let bits = match &cfg.bits {
-                BitChoice::Budget(b) => alloc::flat_bits_for_budget(numel, *b)?,
-                BitChoice::Fixed(b) => alloc::flat_bits_for_fixed(b),
-            };
-            Body::Uniform(super::uniform_gpu::compress(ctx, input, shape, bits, opts).await?)
-        }
-    };
-    let c =
-        Compressed { shape: shape.to_vec(), seed: opts.seed, tensor_id: opts.tensor_id, rounding: opts.rounding, body };
-    Ok((c, stats))
+    file::compress(ctx, input, shape, policy, opts).await
 }
 
 /// Decompresses to f32 values in the original shape's row-major order.
 pub async fn decompress(ctx: &GpuContext, c: &Compressed) -> Result<Vec<f32>> {
-    match &c.body {
-        Body::Lossless { data } => super::lossless_gpu::decompress(ctx, data, c.numel()).await,
-        Body::Uniform(u) => super::uniform_gpu::decompress(ctx, u, &c.shape).await,
-        Body::Division(d) => super::division_gpu::decompress(ctx, d, &c.shape).await,
-        Body::Fdsr(f) => fdsr_gpu::decompress(ctx, f, &c.shape).await,
-    }
+    file::decompress(ctx, c).await
 }

@@ -1,16 +1,14 @@
-//! The codec: policies, the stored format and the GPU drivers of every stage.
+//! The codec: policies, the stored format, the device-resident stored forms and their kernels'
+//! drivers, and the file path that reads them back.
 
 pub mod alloc;
 pub mod api;
 pub mod bits;
 pub mod config;
-pub mod division_gpu;
-pub mod fdsr_decode_gpu;
-pub mod fdsr_gpu;
+pub mod file;
 pub mod format;
-pub mod lossless_gpu;
+pub mod resident;
 pub mod reuse_gpu;
 pub mod scan;
 pub mod serialize;
 pub mod tables;
-pub mod uniform_gpu;

@@ -1,15 +1,14 @@
 //! GPU driver of similarity reuse (`shaders/fdsr_reuse.wgsl`, docs/CODEC.md "Similarity
-//! reuse"): records the key, claim and verify rounds of one chunk and reads back the references.
+//! reuse"): records the key, claim and verify rounds of one segment, whose references the pack
+//! then stores in the tile bitstream.
 
 use super::config::ReuseConfig;
 use crate::error::Result;
-use crate::gpu::kernel::{dispatch, storage_zeroed, uniform};
-use crate::gpu::{read_words, GpuContext};
-use crate::reference::reuse::{hyperplanes, ReuseStats};
+use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::{read_words, Category, GpuContext, PooledBuffer, STORAGE_USAGE};
+use crate::reference::reuse::hyperplanes;
 
 const WG: u32 = 64;
-/// State of a tile that is not a reference (`shaders/fdsr_reuse.wgsl`).
-const DISTINCT: u32 = 0xffff_fffe;
 /// Hyperplane slots of the uniform (20 bits × 64 coefficients).
 pub const HYPER_LEN: usize = 20 * 64;
 
@@ -31,8 +30,8 @@ pub struct ReuseParams {
     pub tiles: u32,
     /// Number of bands.
     pub nbands: u32,
-    /// Scale-code base exponent.
-    pub e0: i32,
+    /// Padding.
+    pub _p1: u32,
     /// Leading zig-zag coefficients projected.
     pub leading: u32,
     /// Signature bits.
@@ -43,8 +42,6 @@ pub struct ReuseParams {
     pub _pad: u32,
     /// Band edges.
     pub edges: [u32; 12],
-    /// Bits per band.
-    pub bits: [u32; 8],
 }
 
 /// Mirror of `Hyper` in `shaders/fdsr_reuse.wgsl`: the hyperplanes `H[i · 64 + z]`.
@@ -64,10 +61,13 @@ impl Hyper {
     }
 }
 
-/// Buffers of one chunk's reuse pass, to read after submission.
+/// Buffers of one segment's reuse pass: the hash table (its two counters after the slots) and
+/// the per-tile state the pack reads the references from.
 pub struct ReuseBuffers {
-    table: wgpu::Buffer,
-    state: wgpu::Buffer,
+    /// Slots, then the candidate and hit counters.
+    pub table: PooledBuffer,
+    /// Per tile: key, slot, state (the representative of a reference).
+    pub state: PooledBuffer,
     slots: u32,
     tiles: u32,
 }
@@ -77,19 +77,21 @@ pub fn table_slots(tiles: u32) -> u32 {
     (2 * tiles.max(1)).next_power_of_two()
 }
 
-/// Buffers shared by the recorded passes of one chunk.
+/// Buffers shared by the recorded passes of one segment.
 pub struct ReuseInputs<'a> {
     /// Codec tables (binding 0).
     pub tables: &'a wgpu::Buffer,
-    /// The chunk's input values.
+    /// The segment's input values.
     pub input: &'a wgpu::Buffer,
-    /// The chunk's classes (full tiles that become references are set to 3).
+    /// The segment's classes (full tiles that become references are set to 3).
     pub classes: &'a wgpu::Buffer,
-    /// Per plane of the chunk, the bits of its max |DC|.
+    /// Per plane of the segment, the bits of its max |DC|.
     pub plane_dcmax: &'a wgpu::Buffer,
+    /// The segment's region: its header holds the bits and e0.
+    pub region: &'a wgpu::Buffer,
 }
 
-/// Records the key pass and `cfg.rounds` clear/claim/verify rounds of one chunk into `enc`.
+/// Records the key pass and `cfg.rounds` clear/claim/verify rounds of one segment into `enc`.
 pub fn record(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
@@ -97,7 +99,6 @@ pub fn record(
     mut params: ReuseParams,
     cfg: &ReuseConfig,
     seed: u32,
-    keep: &mut Vec<wgpu::Buffer>,
 ) -> Result<ReuseBuffers> {
     let tiles = params.tiles;
     let slots = table_slots(tiles);
@@ -106,9 +107,10 @@ pub fn record(
     params.table_mask = slots - 1;
     let pbuf = uniform(ctx, "reuse params", &params);
     let hbuf = uniform(ctx, "reuse hyperplanes", &Hyper::new(seed, cfg.bits));
-    let table = storage_zeroed(ctx, "reuse table", (u64::from(slots) * 2 + 2) * 4);
-    let state = storage_zeroed(ctx, "reuse tile state", u64::from(tiles.max(1)) * 12);
-    let binds = [b.tables, &pbuf, b.input, &hbuf, b.classes, b.plane_dcmax, &table, &state];
+    let table = ctx.pool.get(&ctx.device, Category::Workspace, (u64::from(slots) * 2 + 2) * 4, STORAGE_USAGE);
+    enc.clear_buffer(&table, 0, None);
+    let state = ctx.pool.get(&ctx.device, Category::Workspace, u64::from(tiles.max(1)) * 12, STORAGE_USAGE);
+    let binds = [b.tables, &pbuf, b.input, &hbuf, b.classes, b.plane_dcmax, &table, &state, b.region];
     let groups = tiles.div_ceil(WG);
     dispatch(ctx, enc, "fdsr_reuse", "reuse_keys", &binds, groups)?;
     for _ in 0..cfg.rounds {
@@ -116,25 +118,18 @@ pub fn record(
         dispatch(ctx, enc, "fdsr_reuse", "reuse_claim", &binds, groups)?;
         dispatch(ctx, enc, "fdsr_reuse", "reuse_verify", &binds, groups)?;
     }
-    keep.extend([pbuf, hbuf]);
     Ok(ReuseBuffers { table, state, slots, tiles })
 }
 
 impl ReuseBuffers {
+    /// Byte offset of the (candidates, hits) counters in the table.
+    pub fn counters_offset(&self) -> u64 {
+        u64::from(self.slots) * 8
+    }
+
     /// Per tile key (0 for tiles that are not full), after submission.
     pub async fn keys(&self, ctx: &GpuContext) -> Result<Vec<u32>> {
         let s = read_words(ctx, &self.state, 3 * self.tiles as usize).await?;
         Ok(s.chunks(3).map(|c| c[0]).collect())
-    }
-
-    /// The chunk's references (representatives offset by `tile_base`, in tile order) and its
-    /// statistics (`eligible` left 0), after submission.
-    pub async fn results(&self, ctx: &GpuContext, tile_base: u32) -> Result<(Vec<u32>, ReuseStats)> {
-        let s = read_words(ctx, &self.state, 3 * self.tiles as usize).await?;
-        let refs: Vec<u32> = s.chunks(3).map(|c| c[2]).filter(|&r| r < DISTINCT).map(|r| r + tile_base).collect();
-        let t = read_words(ctx, &self.table, 2 * self.slots as usize + 2).await?;
-        let (candidates, hits) = (u64::from(t[2 * self.slots as usize]), u64::from(t[2 * self.slots as usize + 1]));
-        let st = ReuseStats { hits, candidates, rejected: candidates.saturating_sub(hits), eligible: 0 };
-        Ok((refs, st))
     }
 }

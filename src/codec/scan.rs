@@ -12,28 +12,10 @@ pub struct ScanParams {
     pub n: u32,
     /// Padding.
     pub _pad: [u32; 3],
-    /// Size in bits of each tile class (used by `class_sizes`).
-    pub class_bits: [u32; 4],
 }
 
 /// Buffers that must live until the recorded work is submitted.
 pub type Keep = Vec<wgpu::Buffer>;
-
-/// Records `data[i] = class_bits[data[i]]` over `n` elements.
-pub fn record_class_sizes(
-    ctx: &GpuContext,
-    enc: &mut wgpu::CommandEncoder,
-    data: &wgpu::Buffer,
-    n: u32,
-    class_bits: [u32; 4],
-    keep: &mut Keep,
-) -> Result<()> {
-    let params = uniform(ctx, "class sizes", &ScanParams { n, _pad: [0; 3], class_bits });
-    let dummy = storage_zeroed(ctx, "unused", 4);
-    dispatch(ctx, enc, "scan", "class_sizes", &[&params, data, &dummy], n.div_ceil(256))?;
-    keep.extend([params, dummy]);
-    Ok(())
-}
 
 /// Records an in-place exclusive prefix sum over the first `n` words of `data`.
 pub fn record_scan(
@@ -47,7 +29,7 @@ pub fn record_scan(
         return Ok(());
     }
     let blocks = n.div_ceil(256);
-    let params = uniform(ctx, "scan", &ScanParams { n, _pad: [0; 3], class_bits: [0; 4] });
+    let params = uniform(ctx, "scan", &ScanParams { n, _pad: [0; 3] });
     let sums = storage_zeroed(ctx, "scan sums", u64::from(blocks) * 4);
     dispatch(ctx, enc, "scan", "scan_blocks", &[&params, data, &sums], blocks.div_ceil(64))?;
     if blocks > 1 {

@@ -6,8 +6,7 @@ use crate::error::{FdsrError, Result};
 use crate::gpu::{read_buffer, Category, GpuContext, PooledBuffer};
 
 /// Usage of every engine buffer: bindable as storage, copyable both ways.
-pub const USAGE: wgpu::BufferUsages =
-    wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
+pub const USAGE: wgpu::BufferUsages = crate::gpu::STORAGE_USAGE;
 
 /// An f32 tensor on the device (row-major; rank 4 is NCHW). Cloning shares the buffer.
 ///

@@ -18,7 +18,7 @@ mod wait;
 
 pub use context::{ContextOptions, GpuContext};
 pub use pipelines::PipelineCache;
-pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES};
+pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES, STORAGE_USAGE};
 pub use profiler::{Profiler, Timings};
 pub use readback::{read_buffer, read_words};
 pub use transfer::{TransferCounts, Transfers};

@@ -28,6 +28,14 @@ pub struct TransferCounts {
 }
 
 impl TransferCounts {
+    /// Adds another window's counts.
+    pub fn add(&mut self, o: &TransferCounts) {
+        self.uploaded += o.uploaded;
+        self.read_back += o.read_back;
+        self.host_waits += o.host_waits;
+        self.dispatches += o.dispatches;
+    }
+
     /// What happened between `earlier` and `self`.
     pub fn since(&self, earlier: &TransferCounts) -> TransferCounts {
         TransferCounts {

@@ -7,10 +7,10 @@
 //! `ac <= dc_threshold · total`, else full. The scale-code base exponent is `e0_for(gmax)` with
 //! `gmax` the largest |coefficient| (all 64) of any non-zero tile, whatever the bits.
 
+use super::alloc_rule::class_bits;
 use super::dct::{self, tiles_along};
 use super::pack::{pack2, words_for_bits, BitReader, BitWriter};
 use super::quant::*;
-use crate::codec::alloc::class_bits;
 use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
 use crate::codec::format::{FdsrBody, TileClass};
 use crate::error::{FdsrError, Result};

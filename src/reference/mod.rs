@@ -13,6 +13,7 @@
 //! - `division` needs a 4-D tensor.
 //! - Decoding checks that every decoded value is finite.
 
+pub mod alloc_rule;
 pub mod conv;
 pub mod dct;
 pub mod division;

@@ -1,0 +1,413 @@
+//! Driver of the `fdsr` 4-D path on the device (`shaders/fdsr_encode.wgsl`, `fdsr_alloc.wgsl`,
+//! `fdsr_reuse.wgsl`, `fdsr_decode.wgsl`): records one segment's analysis, bit allocation,
+//! reuse, pack and closing accounting into a command encoder, and its decode. Nothing here
+//! waits for the device; the region's header carries the bits from the allocation to the pack.
+
+use super::layout::FdsrLayout;
+use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
+use crate::codec::reuse_gpu::{self, ReuseInputs, ReuseParams};
+use crate::codec::scan::{record_scan, Keep};
+use crate::error::Result;
+use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
+use crate::reference::alloc_rule::{self, AllocMode};
+
+const WG: u32 = 64;
+/// Statistics per analysis workgroup (`shaders/fdsr_encode.wgsl`).
+pub const STATS: u64 = 20;
+
+/// Mirror of `FdsrParams` in `shaders/fdsr_encode.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct EncodeParams {
+    /// Planes, plane height and width, tiles per plane row.
+    pub planes: u32,
+    /// See [`Self::planes`].
+    pub h: u32,
+    /// See [`Self::planes`].
+    pub w: u32,
+    /// See [`Self::planes`].
+    pub tiles_x: u32,
+    /// Tiles per plane, tiles of the segment, global index of its first tile (RNG index base).
+    pub tiles_per_plane: u32,
+    /// See [`Self::tiles_per_plane`].
+    pub tiles: u32,
+    /// See [`Self::tiles_per_plane`].
+    pub tile_base: u32,
+    /// Number of bands.
+    pub nbands: u32,
+    /// RNG seed and stream (tensor id); 1 for stochastic rounding.
+    pub seed: u32,
+    /// See [`Self::seed`].
+    pub stream: u32,
+    /// See [`Self::seed`].
+    pub stochastic: u32,
+    /// DC-only threshold.
+    pub dc_threshold: f32,
+    /// Region words of the DC codes, the classes and the payload.
+    pub dc_off: u32,
+    /// See [`Self::dc_off`].
+    pub cls_off: u32,
+    /// See [`Self::dc_off`].
+    pub pay_off: u32,
+    /// Padding.
+    pub _p0: u32,
+    /// Band edges (up to 9).
+    pub edges: [u32; 12],
+}
+
+/// Mirror of `DecodeParams` in `shaders/fdsr_decode.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DecodeParams {
+    /// Planes, plane height and width, tiles per plane row, per plane, in the segment.
+    pub planes: u32,
+    /// See [`Self::planes`].
+    pub h: u32,
+    /// See [`Self::planes`].
+    pub w: u32,
+    /// See [`Self::planes`].
+    pub tiles_x: u32,
+    /// See [`Self::planes`].
+    pub tiles_per_plane: u32,
+    /// See [`Self::planes`].
+    pub tiles: u32,
+    /// Number of bands.
+    pub nbands: u32,
+    /// Region words of the DC codes, the classes and the payload.
+    pub dc_off: u32,
+    /// See [`Self::dc_off`].
+    pub cls_off: u32,
+    /// See [`Self::dc_off`].
+    pub pay_off: u32,
+    /// Padding.
+    pub _p: [u32; 2],
+    /// Band edges.
+    pub edges: [u32; 12],
+}
+
+/// Mirror of `AllocParams` in `shaders/fdsr_alloc.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct AllocParams {
+    /// Analysis workgroups, planes and tiles of the segment, bands.
+    pub groups: u32,
+    /// See [`Self::groups`].
+    pub planes: u32,
+    /// See [`Self::groups`].
+    pub tiles: u32,
+    /// See [`Self::groups`].
+    pub nbands: u32,
+    /// Payload bits the region holds.
+    pub limit_bits: u32,
+    /// 0 greedy, 1 exhaustive, 2 fixed bits.
+    pub mode: u32,
+    /// Weight of the DC band's and dropped bands' errors.
+    pub weight: f32,
+    /// Region words of the classes and the payload.
+    pub cls_off: u32,
+    /// See [`Self::cls_off`].
+    pub pay_off: u32,
+    /// 1 when similarity reuse runs (the window counts its tiles).
+    pub reuse: u32,
+    /// Padding.
+    pub _p: [u32; 2],
+    /// Band edges.
+    pub edges: [u32; 12],
+    /// `1 / (2^b − 1)²` at index `b`.
+    pub inv_l2: [f32; 12],
+    /// Bits per band of the fixed mode.
+    pub fixed: [u32; 8],
+}
+
+/// Tiling of one segment (whole planes) of an `[N, C, H, W]` tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentGeom {
+    /// Global index of the segment's first plane.
+    pub first_plane: u64,
+    /// Planes of the segment.
+    pub planes: u32,
+    /// Plane height.
+    pub h: u32,
+    /// Plane width.
+    pub w: u32,
+    /// Tiles per plane row.
+    pub tiles_x: u32,
+    /// Tiles per plane.
+    pub tiles_per_plane: u32,
+}
+
+impl SegmentGeom {
+    /// Planes `[first, first + planes)` of `h × w`.
+    pub fn new(first_plane: u64, planes: u64, h: usize, w: usize) -> Self {
+        let tiles_x = w.div_ceil(8) as u32;
+        let tiles_per_plane = tiles_x * h.div_ceil(8) as u32;
+        SegmentGeom { first_plane, planes: planes as u32, h: h as u32, w: w as u32, tiles_x, tiles_per_plane }
+    }
+
+    /// Tiles of the segment.
+    pub fn tiles(&self) -> u32 {
+        self.planes * self.tiles_per_plane
+    }
+
+    /// Values of the segment.
+    pub fn numel(&self) -> u64 {
+        u64::from(self.planes) * u64::from(self.h) * u64::from(self.w)
+    }
+
+    /// Analysis workgroups.
+    pub fn groups(&self) -> u32 {
+        self.tiles().div_ceil(WG)
+    }
+}
+
+/// Band edges as the kernels' `[u32; 12]`.
+fn edges12(edges: &[u8]) -> [u32; 12] {
+    let mut e = [0u32; 12];
+    edges.iter().enumerate().for_each(|(i, &x)| e[i] = x.into());
+    e
+}
+
+fn scratch(ctx: &GpuContext, bytes: u64) -> PooledBuffer {
+    ctx.pool.get(&ctx.device, Category::Workspace, bytes, STORAGE_USAGE)
+}
+
+/// The region of a segment under `cfg` (the budget per value of this tensor, or fixed bits).
+pub fn layout(g: &SegmentGeom, cfg: &FdsrConfig) -> Result<FdsrLayout> {
+    let (planes, tiles) = (u64::from(g.planes), u64::from(g.tiles()));
+    match &cfg.bits {
+        BitChoice::Budget(b) => FdsrLayout::for_budget(planes, tiles, g.numel(), *b),
+        BitChoice::Fixed(bits) => {
+            Ok(FdsrLayout::for_fixed(planes, tiles, alloc_rule::class_bits(&cfg.band_edges, bits)[2]))
+        }
+    }
+}
+
+/// Per-segment buffers of the analysis, read by the allocation, reuse and pack.
+pub struct Analysis {
+    /// Per tile: class, then size, then bit offset.
+    pub work: PooledBuffer,
+    /// Per plane: max |DC| bits, then non-zero tile counts.
+    pub dcmax: PooledBuffer,
+    /// Per analysis workgroup: [`STATS`] statistics.
+    pub partials: PooledBuffer,
+}
+
+/// Everything one segment's kernels bind besides its own buffers.
+pub struct Job<'a> {
+    /// The device.
+    pub ctx: &'a GpuContext,
+    /// Codec tables (binding 0).
+    pub tables: &'a wgpu::Buffer,
+    /// The segment's tiling and region.
+    pub g: SegmentGeom,
+    /// See [`Self::g`].
+    pub layout: FdsrLayout,
+    /// Policy configuration.
+    pub cfg: &'a FdsrConfig,
+    /// Seed, tensor id and rounding.
+    pub opts: &'a CodecOptions,
+}
+
+impl Job<'_> {
+    fn encode_params(&self) -> wgpu::Buffer {
+        let (g, l) = (&self.g, &self.layout);
+        let p = EncodeParams {
+            planes: g.planes,
+            h: g.h,
+            w: g.w,
+            tiles_x: g.tiles_x,
+            tiles_per_plane: g.tiles_per_plane,
+            tiles: g.tiles(),
+            tile_base: (g.first_plane * u64::from(g.tiles_per_plane)) as u32,
+            nbands: (self.cfg.band_edges.len() - 1) as u32,
+            seed: self.opts.seed,
+            stream: self.opts.tensor_id,
+            stochastic: u32::from(self.opts.rounding == Rounding::Stochastic),
+            dc_threshold: self.cfg.dc_threshold,
+            dc_off: l.dc_off as u32,
+            cls_off: l.cls_off as u32,
+            pay_off: l.pay_off as u32,
+            _p0: 0,
+            edges: edges12(&self.cfg.band_edges),
+        };
+        uniform(self.ctx, "fdsr encode", &p)
+    }
+
+    /// Records the analysis of `input` (the segment's values).
+    pub fn analyze(&self, enc: &mut wgpu::CommandEncoder, input: &wgpu::Buffer) -> Result<Analysis> {
+        let (ctx, g) = (self.ctx, &self.g);
+        let a = Analysis {
+            work: scratch(ctx, u64::from(g.tiles()) * 4),
+            dcmax: scratch(ctx, u64::from(g.planes) * 8),
+            partials: scratch(ctx, u64::from(g.groups()) * STATS * 4),
+        };
+        enc.clear_buffer(&a.dcmax, 0, None);
+        let (p, unused, no_region) = (self.encode_params(), scratch(ctx, 4), scratch(ctx, 4));
+        let binds = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, &no_region, &unused];
+        dispatch(ctx, enc, "fdsr_encode", "analyze_tiles", &binds, g.groups())?;
+        Ok(a)
+    }
+
+    /// Clears the region and records the allocation (budget or fixed bits) that writes its
+    /// header and the segment's statistics `stats` (the device path).
+    pub fn allocate(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        a: &Analysis,
+        region: &wgpu::Buffer,
+        stats: &wgpu::Buffer,
+    ) -> Result<()> {
+        let (ctx, g, cfg) = (self.ctx, &self.g, self.cfg);
+        enc.clear_buffer(region, 0, None);
+        let nbands = cfg.band_edges.len() - 1;
+        let (mode, fixed) = match &cfg.bits {
+            BitChoice::Budget(_) => (alloc_rule::mode_for(nbands), [0u32; 8]),
+            BitChoice::Fixed(bits) => {
+                let mut f = [0u32; 8];
+                bits.iter().enumerate().for_each(|(i, &b)| f[i] = b.into());
+                (AllocMode::Fixed, f)
+            }
+        };
+        let p = AllocParams {
+            groups: g.groups(),
+            planes: g.planes,
+            tiles: g.tiles(),
+            nbands: nbands as u32,
+            limit_bits: self.layout.limit_bits().min(u64::from(u32::MAX)) as u32,
+            mode: mode as u32,
+            weight: alloc_rule::weight(cfg.grad_aware),
+            cls_off: self.layout.cls_off as u32,
+            pay_off: self.layout.pay_off as u32,
+            reuse: u32::from(cfg.reuse.is_some()),
+            _p: [0; 2],
+            edges: edges12(&cfg.band_edges),
+            inv_l2: alloc_rule::inv_l2_table(),
+            fixed,
+        };
+        let p = uniform(ctx, "fdsr alloc", &p);
+        let acc = scratch(ctx, 16);
+        let binds = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, &*acc];
+        dispatch(ctx, enc, "fdsr_alloc", "alloc_bits", &binds, 1)
+    }
+
+    /// Records reuse (where configured), the class and DC sections, the tile offsets and the pack
+    /// into `region`, whose header holds the bits and e0 and whose rest is zero. With `stats`,
+    /// the reuse counters are copied into it. Returns the reuse buffers (keys, references).
+    pub fn pack(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        input: &wgpu::Buffer,
+        a: &Analysis,
+        region: &wgpu::Buffer,
+        stats: Option<&wgpu::Buffer>,
+    ) -> Result<Option<reuse_gpu::ReuseBuffers>> {
+        let (ctx, g, l) = (self.ctx, &self.g, &self.layout);
+        let tiles = g.tiles();
+        let reuse = match &self.cfg.reuse {
+            Some(r) => {
+                let inputs =
+                    ReuseInputs { tables: self.tables, input, classes: &a.work, plane_dcmax: &a.dcmax, region };
+                let params = ReuseParams {
+                    planes: g.planes,
+                    h: g.h,
+                    w: g.w,
+                    tiles_x: g.tiles_x,
+                    tiles_per_plane: g.tiles_per_plane,
+                    tiles,
+                    nbands: (self.cfg.band_edges.len() - 1) as u32,
+                    edges: edges12(&self.cfg.band_edges),
+                    ..Default::default()
+                };
+                let rb = reuse_gpu::record(ctx, enc, &inputs, params, r, self.opts.seed)?;
+                if let Some(s) = stats {
+                    enc.copy_buffer_to_buffer(
+                        &rb.table,
+                        rb.counters_offset(),
+                        s,
+                        4 * super::layout::STAT_CANDIDATES as u64,
+                        8,
+                    );
+                }
+                Some(rb)
+            }
+            None => None,
+        };
+        let unused;
+        let state: &wgpu::Buffer = match &reuse {
+            Some(r) => &r.state,
+            None => {
+                unused = scratch(ctx, 4);
+                &unused
+            }
+        };
+        let p = self.encode_params();
+        let binds = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, region, state];
+        let meta_words = (l.pay_off - l.cls_off) + (l.cls_off - l.dc_off);
+        dispatch(ctx, enc, "fdsr_encode", "pack_meta", &binds, (meta_words as u32).div_ceil(WG))?;
+        dispatch(ctx, enc, "fdsr_encode", "tile_sizes", &binds, tiles.div_ceil(WG))?;
+        let mut keep: Keep = Vec::new();
+        record_scan(ctx, enc, &a.work, tiles, &mut keep)?;
+        dispatch(ctx, enc, "fdsr_encode", "pack_tiles", &binds, tiles.div_ceil(WG))?;
+        Ok(reuse)
+    }
+
+    /// Records the closing accounting: the payload bits used (header and `stats`) and the
+    /// store's window totals in `acc`.
+    pub fn finish(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        a: &Analysis,
+        region: &wgpu::Buffer,
+        stats: &wgpu::Buffer,
+        acc: &wgpu::Buffer,
+    ) -> Result<()> {
+        let (g, l) = (&self.g, &self.layout);
+        let p = AllocParams {
+            tiles: g.tiles(),
+            cls_off: l.cls_off as u32,
+            pay_off: l.pay_off as u32,
+            reuse: u32::from(self.cfg.reuse.is_some()),
+            ..Default::default()
+        };
+        let p = uniform(self.ctx, "fdsr finish", &p);
+        let binds = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, acc];
+        dispatch(self.ctx, enc, "fdsr_alloc", "finish_segment", &binds, 1)
+    }
+}
+
+/// Records the decode of a segment's `region` into `out` (the segment's values, f32).
+#[allow(clippy::too_many_arguments)]
+pub fn record_decode(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    tables: &wgpu::Buffer,
+    g: &SegmentGeom,
+    layout: &FdsrLayout,
+    edges: &[u8],
+    region: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+) -> Result<()> {
+    let tiles = g.tiles();
+    let p = DecodeParams {
+        planes: g.planes,
+        h: g.h,
+        w: g.w,
+        tiles_x: g.tiles_x,
+        tiles_per_plane: g.tiles_per_plane,
+        tiles,
+        nbands: (edges.len() - 1) as u32,
+        dc_off: layout.dc_off as u32,
+        cls_off: layout.cls_off as u32,
+        pay_off: layout.pay_off as u32,
+        _p: [0; 2],
+        edges: edges12(edges),
+    };
+    let p = uniform(ctx, "fdsr decode", &p);
+    let work = scratch(ctx, u64::from(tiles) * 4);
+    let binds = [tables, &p, region, &work, out];
+    dispatch(ctx, enc, "fdsr_decode", "decode_sizes", &binds, tiles.div_ceil(WG))?;
+    let mut keep: Keep = Vec::new();
+    record_scan(ctx, enc, &work, tiles, &mut keep)?;
+    dispatch(ctx, enc, "fdsr_decode", "unpack_tiles", &binds, tiles.div_ceil(WG))
+}
