@@ -107,7 +107,7 @@ fn compressed_storage_trains_and_saves_memory() {
             pollster::block_on(s.step(&ctx)).unwrap();
         }
         let m = pollster::block_on(s.trainer.read_metrics(&ctx)).unwrap();
-        let st = s.trainer.saved.stats();
+        let st = pollster::block_on(s.trainer.saved.take_stats(&ctx)).unwrap();
         assert!(m.loss.is_finite(), "{policy}");
         // Per step: conv inputs and batch-norm inputs of both layers; the 16-image input
         // (16·1024 values) and larger activations are compressed, masks stay packed.
@@ -136,7 +136,8 @@ fn mask_aware_storage_keeps_zero_masks_of_pooled_relu_outputs() {
     let Some(ctx) = common::gpu() else { return };
     let t = probed(&ctx, "fdsr:bits=8,4,2,0,mask", 2, 1);
     assert!(!t.controller.as_ref().unwrap().adaptive(), "fixed bits: probed, not adapted");
-    let rec = |name: &str| t.saved.records().iter().find(|r| r.name == name).unwrap_or_else(|| panic!("{name}"));
+    let records = pollster::block_on(t.saved.read_records(&ctx)).unwrap();
+    let rec = |name: &str| records.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("{name}"));
     // The image and batch-norm inputs have negative values; the pooled ReLU output keeps its mask.
     assert!(!rec("layer1.conv.input").own_mask && !rec("layer1.bn.input").own_mask);
     let pooled = rec("layer2.conv.input");
@@ -144,7 +145,7 @@ fn mask_aware_storage_keeps_zero_masks_of_pooled_relu_outputs() {
     assert_eq!(pooled.bits, [8, 4, 2, 0]);
     assert!(pooled.stored_bytes >= pooled.fp32_bytes / 32, "its own mask is counted: {pooled:?}");
     assert_eq!(rec("fc.input").form, "fp32");
-    assert_eq!(rec(&t.saved.records()[2].name).form, "packed");
+    assert_eq!(rec(&records[2].name).form, "packed");
 }
 
 #[test]
@@ -164,6 +165,7 @@ fn the_controller_probes_and_allocates_per_tensor_budgets() {
     let names: Vec<&str> = budgets.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["layer1.bn.input", "layer1.conv.input", "layer2.bn.input", "layer2.conv.input"]);
     // The allocation is applied: the records of the last step carry it (less an own mask's bit).
-    let r = low.saved.records().iter().find(|r| r.name == "layer1.bn.input").unwrap();
+    let records = pollster::block_on(low.saved.read_records(&ctx)).unwrap();
+    let r = records.iter().find(|r| r.name == "layer1.bn.input").unwrap();
     assert_eq!(r.budget, Some(budgets[0].1));
 }

@@ -66,7 +66,7 @@ impl History {
 pub fn memory_gauge(s: &Snapshot) -> (u64, u64, u64) {
     (
         s.saved.fp32_bytes + s.saved.packed_bytes,
-        s.saved.stored_bytes + s.saved.packed_bytes,
+        s.saved.reserved_bytes + s.saved.packed_bytes,
         s.memory.peak_of(Category::SavedActivations),
     )
 }

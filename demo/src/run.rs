@@ -140,21 +140,22 @@ impl Run {
         let out = async {
             session.step(&self.ctx).await?;
             let m = session.trainer.read_metrics(&self.ctx).await?;
-            Ok::<_, fdsr::FdsrError>(m)
+            let saved = session.trainer.saved.take_stats(&self.ctx).await?;
+            let records = session.trainer.saved.read_records(&self.ctx).await?;
+            Ok::<_, fdsr::FdsrError>((m, saved, records))
         }
         .await;
         let mut sh = self.shared.borrow_mut();
         sh.step_seconds += t0.elapsed().as_secs_f64();
         match out {
-            Ok(m) => {
-                let trainer = &mut session.trainer;
+            Ok((m, saved, records)) => {
                 let snap = Snapshot {
-                    step: trainer.step,
+                    step: session.trainer.step,
                     loss: m.loss,
                     accuracy: m.accuracy,
                     memory: self.ctx.pool.report(),
-                    saved: trainer.saved.take_stats(),
-                    records: trainer.saved.records().to_vec(),
+                    saved,
+                    records,
                 };
                 sh.history.push(snap);
                 if sh.first_step_s.is_none() {

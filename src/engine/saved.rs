@@ -2,46 +2,40 @@
 //! through [`SavedActivations`], the one place where activations are compressed.
 //!
 //! Without a policy, tensors stay on the device as they are (fp32). With one, dense 4-D
-//! activations ([`compressible`]) are queued by [`SavedActivations::save`] and
-//! compressed by [`SavedActivations::flush`] (which the trainer awaits after each top-level
-//! layer, once the work that produced them is submitted); their fp32 buffers return to the pool
-//! at once. [`SavedActivations::restore_since`] decompresses a group back into device tensors
-//! before its backward is recorded. Packed masks and indices are kept as they are.
+//! activations ([`compressible`]) are queued by [`SavedActivations::save`] and encoded by
+//! [`SavedActivations::flush`] into device-resident regions ([`crate::codec::resident`]),
+//! recorded into the caller's command encoder right after the layer that produced them; their
+//! fp32 buffers return to the pool at once. [`SavedActivations::restore_since`] records the
+//! decode of a group straight into pooled device tensors before its backward. Nothing of an
+//! activation, and no per-tensor metadata, crosses to the host: the bits are chosen on the
+//! device, and what only the device knows (bytes written, reuse counts, the allocation's
+//! statistics) is read when asked for ([`SavedActivations::take_stats`],
+//! [`SavedActivations::read_records`]).
 //!
 //! A mask-aware `fdsr` policy (`,mask`) keeps the exact zero mask of tensors known to be ≥ 0
 //! ([`Sign`]): the ReLU's own mask when the tensor is a ReLU output (counted once, by the ReLU),
-//! else a mask computed here (counted with the tensor); restoring re-applies it and clamps at 0.
-//! Per-layer budgets ([`SavedActivations::set_budgets`]) override the policy's budget, and every
-//! saved tensor of the last step leaves a [`TensorRecord`].
+//! else a mask computed here (counted with the tensor, one bit per value of its budget);
+//! restoring re-applies it and clamps at 0. Per-layer budgets
+//! ([`SavedActivations::set_budgets`]) override the policy's budget.
 
 use std::collections::HashMap;
 
 use super::ops::{self, BitMask};
 use super::tensor::{Sign, Tensor};
-use crate::codec::api::{compress_buffer_with_stats, decompress};
 use crate::codec::config::{BitChoice, CodecOptions, Policy, Rounding};
-use crate::codec::format::{Body, Compressed};
+use crate::codec::resident::{record_decode, record_encode, Resident};
 use crate::error::{FdsrError, Result};
 use crate::gpu::{Category, GpuContext};
 
+mod records;
 mod stats;
+pub use records::PendingRecord;
 pub use stats::{SavedStats, TensorRecord};
 
 /// Smaller dense tensors stay exact (tiny layers are not worth it).
 pub const MIN_COMPRESSED_NUMEL: usize = 4096;
 /// Least budget (bits per value) asked of the codec for one tensor.
 pub const MIN_CODEC_BUDGET: f64 = 0.25;
-
-/// Records `f` into a new encoder and submits it (between the trainer's own submits).
-async fn record<T>(ctx: &GpuContext, what: &str, f: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<T>) -> Result<T> {
-    ctx.scoped(what, || {
-        let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(what) });
-        let out = f(&mut enc)?;
-        ctx.queue.submit([enc.finish()]);
-        Ok(out)
-    })
-    .await?
-}
 
 /// Whether a dense tensor of `shape` is compressed under a policy: 4-D activations of at least
 /// [`MIN_COMPRESSED_NUMEL`] values. The classifier's input (rank 2, next to the loss) stays exact,
@@ -61,11 +55,19 @@ pub enum Kind {
 
 type Key = (usize, u8);
 
-/// A compressed tensor and the mask that its decode re-applies.
+/// A tensor queued for encoding.
+struct Pending {
+    seq: u64,
+    key: Key,
+    name: String,
+    tensor: Tensor,
+}
+
+/// A device-resident stored tensor and the mask that its decode re-applies.
 struct Stored {
     seq: u64,
     key: Key,
-    c: Compressed,
+    resident: Resident,
     mask: Option<BitMask>,
 }
 
@@ -75,14 +77,17 @@ pub struct SavedActivations {
     policy: Option<Policy>,
     seed: u32,
     slots: HashMap<Key, Tensor>,
-    pending: Vec<(u64, Key, String, Tensor)>,
+    pending: Vec<Pending>,
     aliases: Vec<(Key, Key)>,
-    compressed: Vec<Stored>,
+    stored: Vec<Stored>,
     seq: u64,
     stats: SavedStats,
+    /// The device's window totals (bytes used, reuse hits, reuse-eligible tiles), made on first use.
+    acc: Option<Tensor>,
     budgets: HashMap<String, f64>,
-    records: Vec<TensorRecord>,
-    exact: Option<HashMap<Key, Tensor>>,
+    records: Vec<PendingRecord>,
+    /// Images of the whole batch and of the batch seen, for which tensors are compressed.
+    share: Option<(usize, usize)>,
 }
 
 impl SavedActivations {
@@ -99,30 +104,47 @@ impl SavedActivations {
         Ok(SavedActivations { policy, ..Default::default() })
     }
 
-    /// Whether dense activations are compressed (the trainer then flushes per layer).
+    /// Whether dense activations are compressed.
     pub fn compresses(&self) -> bool {
         self.policy.is_some()
     }
 
     /// Starts a training step: drops what is held and the last step's records, and seeds
-    /// stochastic rounding (the trainer passes seed and step). With `keep_exact`, the fp32 form of
-    /// every compressed tensor is kept too, for [`Self::restore_exact_since`] (the probe).
-    pub fn begin_step(&mut self, seed: u32, keep_exact: bool) {
+    /// stochastic rounding (the trainer passes a seed made of its seed and step).
+    pub fn begin_step(&mut self, seed: u32) {
         self.clear();
         self.records.clear();
         self.seed = seed;
-        self.exact = keep_exact.then(HashMap::new);
     }
 
-    /// The records of every tensor saved in the current (or last) training step, in save order.
-    pub fn records(&self) -> &[TensorRecord] {
-        &self.records
+    /// Makes the store compress what a `batch`-image step compresses while it sees `seen` images
+    /// (the probe's sub-batch): tensors are judged by their size scaled to the whole batch.
+    pub fn set_batch_share(&mut self, batch: usize, seen: usize) {
+        self.share = Some((batch, seen.max(1)));
+    }
+
+    /// Whether a dense tensor of `shape` is compressed here ([`compressible`] at batch scale).
+    fn compresses_shape(&self, shape: &[usize]) -> bool {
+        let scaled = match self.share {
+            Some((batch, seen)) if shape.len() == 4 => {
+                let mut s = shape.to_vec();
+                s[0] = s[0] * batch / seen;
+                s
+            }
+            _ => shape.to_vec(),
+        };
+        self.policy.is_some() && compressible(&scaled)
     }
 
     /// Budgets (bits per value) by saved-tensor name, overriding the policy's budget for those
     /// tensors (the controller's per-layer allocation). Fixed-bit policies ignore them.
     pub fn set_budgets(&mut self, budgets: HashMap<String, f64>) {
         self.budgets = budgets;
+    }
+
+    /// The per-tensor budgets in force.
+    pub fn budgets(&self) -> &HashMap<String, f64> {
+        &self.budgets
     }
 
     /// The policy the store compresses with (`None`: fp32).
@@ -143,20 +165,26 @@ impl SavedActivations {
         self.stats.tensors += 1;
         self.seq += 1;
         let form = match kind {
-            Kind::Dense if self.policy.is_some() && compressible(t.shape()) => {
+            Kind::Dense if self.compresses_shape(t.shape()) => {
                 // A tensor saved twice in one group (a residual block's input, by its first
                 // conv and its projection) is stored and counted once.
-                if let Some(orig) = self.pending.iter().find(|p| p.3.same_buffer(t)).map(|p| p.1) {
+                if let Some(orig) = self.pending.iter().find(|p| p.tensor.same_buffer(t)).map(|p| p.key) {
                     self.aliases.push(((layer, slot), orig));
                     return;
                 }
                 self.stats.fp32_bytes += bytes;
-                self.pending.push((self.seq, (layer, slot), name.to_string(), t.clone()));
+                self.pending.push(Pending {
+                    seq: self.seq,
+                    key: (layer, slot),
+                    name: name.to_string(),
+                    tensor: t.clone(),
+                });
                 return;
             }
             Kind::Dense => {
                 self.stats.fp32_bytes += bytes;
                 self.stats.stored_bytes += bytes;
+                self.stats.reserved_bytes += bytes;
                 "fp32"
             }
             Kind::Packed => {
@@ -164,122 +192,100 @@ impl SavedActivations {
                 "packed"
             }
         };
-        self.records.push(TensorRecord {
-            name: name.to_string(),
-            layer,
-            shape: t.shape().to_vec(),
-            fp32_bytes: bytes,
-            stored_bytes: bytes,
-            form: form.to_string(),
-            bits: Vec::new(),
-            classes: [0; 4],
-            band_energy: Vec::new(),
-            reuse_hits: 0,
-            reuse_eligible: 0,
-            budget: None,
-            own_mask: false,
-            analysis: None,
-        });
+        self.records.push(PendingRecord::kept(name, layer, t.shape(), bytes, form));
         self.slots.insert((layer, slot), t.clone());
     }
 
-    /// The policy for the tensor `name`: the store's, with its per-layer budget where set.
+    /// The policy for the tensor `name`: the store's, with its per-layer budget where set, less
+    /// the bit per value of an own zero mask.
     fn policy_for(&self, name: &str, own_mask: bool) -> Option<Policy> {
         let mut p = self.policy.clone()?;
         if let Policy::Fdsr(c) = &mut p {
             if let BitChoice::Budget(b) = &mut c.bits {
-                *b = self.budgets.get(name).copied().unwrap_or(*b);
-                // An own zero mask costs one bit per value of the tensor's budget.
-                if own_mask {
-                    *b = (*b - 1.0).max(MIN_CODEC_BUDGET);
-                }
+                *b = self.budgets.get(name).copied().unwrap_or(*b) - if own_mask { 1.0 } else { 0.0 };
             }
         }
         Some(p)
     }
 
-    /// The zero mask a mask-aware policy keeps for `t`, and whether it is the tensor's own (not
-    /// the ReLU's); `None` where the policy is not mask-aware or the sign of `t` is unknown.
-    async fn mask_for(&self, ctx: &GpuContext, t: &Tensor) -> Result<Option<(BitMask, bool)>> {
-        let aware = matches!(&self.policy, Some(Policy::Fdsr(c)) if c.mask_aware);
+    /// The zero mask a mask-aware policy keeps for `t` (named `name`), and whether it is the
+    /// tensor's own (not the ReLU's); `None` where the policy is not mask-aware, the sign of `t`
+    /// is unknown, or an own mask would leave the codec less than [`MIN_CODEC_BUDGET`] of the
+    /// tensor's budget (the budget is a bound: the tensor is then stored without one).
+    fn mask_for(
+        &self,
+        ctx: &GpuContext,
+        enc: &mut wgpu::CommandEncoder,
+        t: &Tensor,
+        name: &str,
+    ) -> Result<Option<(BitMask, bool)>> {
+        let Some(Policy::Fdsr(c)) = &self.policy else { return Ok(None) };
+        let room = match c.bits {
+            BitChoice::Budget(b) => self.budgets.get(name).copied().unwrap_or(b) - 1.0 >= MIN_CODEC_BUDGET,
+            BitChoice::Fixed(_) => true,
+        };
         Ok(match t.sign() {
-            _ if !aware => None,
+            _ if !c.mask_aware => None,
             Sign::Any => None,
             Sign::Masked(words) => Some((BitMask { words: (**words).clone(), len: t.numel() }, false)),
-            Sign::NonNegative => {
-                let mask = record(ctx, "positive mask", |enc| ops::positive_mask(ctx, enc, t)).await?;
-                Some((mask, true))
-            }
+            Sign::NonNegative if room => Some((ops::positive_mask(ctx, enc, t)?, true)),
+            Sign::NonNegative => None,
         })
     }
 
-    /// Compresses every queued tensor; the work that wrote them must be submitted. Their fp32
-    /// buffers are released as soon as each is packed.
-    pub async fn flush(&mut self, ctx: &GpuContext) -> Result<()> {
-        for (seq, key, name, t) in std::mem::take(&mut self.pending) {
-            let mask = self.mask_for(ctx, &t).await?;
+    /// The window totals on the device (16 bytes, zeroed when made).
+    fn acc(&mut self, ctx: &GpuContext) -> Result<Tensor> {
+        if self.acc.is_none() {
+            self.acc = Some(Tensor::from_slice(ctx, &[0.0; 4], &[4], Category::Workspace)?);
+        }
+        self.acc.clone().ok_or_else(|| FdsrError::InvalidConfig("no window totals".into()))
+    }
+
+    /// Records the encoding of every queued tensor into `enc`, after the work that wrote them.
+    /// Their fp32 buffers are released as soon as each is recorded.
+    pub fn flush(&mut self, ctx: &GpuContext, enc: &mut wgpu::CommandEncoder) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let acc = self.acc(ctx)?;
+        for Pending { seq, key, name, tensor: t } in std::mem::take(&mut self.pending) {
+            let mask = self.mask_for(ctx, enc, &t, &name)?;
             let own_mask = mask.as_ref().is_some_and(|m| m.1);
             let Some(policy) = self.policy_for(&name, own_mask) else { break };
             let opts = CodecOptions { seed: self.seed, tensor_id: seq as u32, rounding: Rounding::Stochastic };
-            let (c, st) = compress_buffer_with_stats(ctx, t.buffer(), t.shape(), &policy, &opts).await?;
+            let r = record_encode(
+                ctx,
+                enc,
+                t.buffer(),
+                t.shape(),
+                &policy,
+                &opts,
+                Category::SavedActivations,
+                acc.buffer(),
+            )
+            .map_err(|e| name_error(&name, e))?;
             let mask_bytes = if own_mask { mask.as_ref().map_or(0, |m| m.0.words.numel() as u64 * 4) } else { 0 };
-            let stored = c.stored_bytes() as u64 + mask_bytes;
-            self.stats.stored_bytes += stored;
-            let reuse = st.reuse.unwrap_or_default();
-            self.stats.reuse_hits += reuse.hits;
-            self.stats.reuse_eligible += reuse.eligible;
-            let bits = match &c.body {
-                Body::Fdsr(f) => f.bits.clone(),
-                _ => Vec::new(),
-            };
-            // The analysis counts references among the full tiles (reuse comes after it).
-            let classes = st
-                .analysis
-                .as_ref()
-                .map_or([0; 4], |a| [a.zero_tiles, a.dc_tiles, a.full_tiles.saturating_sub(reuse.hits), reuse.hits]);
-            let budget = match &policy {
-                Policy::Fdsr(cfg) => match cfg.bits {
-                    BitChoice::Budget(b) => Some(b),
-                    BitChoice::Fixed(_) => None,
-                },
-                _ => None,
-            };
-            self.records.push(TensorRecord {
-                name,
-                layer: key.0,
-                shape: t.shape().to_vec(),
-                fp32_bytes: t.numel() as u64 * 4,
-                stored_bytes: stored,
-                form: policy.to_string(),
-                bits,
-                classes,
-                band_energy: st.analysis.as_ref().map_or_else(Vec::new, |a| a.band_energy.clone()),
-                reuse_hits: reuse.hits,
-                reuse_eligible: reuse.eligible,
-                budget,
-                own_mask,
-                analysis: st.analysis,
-            });
-            match &mut self.exact {
-                Some(exact) => {
-                    exact.insert(key, t);
-                }
-                None => drop(t),
+            self.stats.reserved_bytes += r.reserved_bytes() + mask_bytes;
+            if let Some(used) = r.host_used_bytes() {
+                self.stats.stored_bytes += used + mask_bytes;
+            } else {
+                self.stats.stored_bytes += mask_bytes;
             }
-            self.compressed.push(Stored { seq, key, c, mask: mask.map(|m| m.0) });
+            self.records.push(PendingRecord::stored(&name, key.0, &r, &policy, own_mask, mask_bytes));
+            self.stored.push(Stored { seq, key, resident: r, mask: mask.map(|m| m.0) });
         }
         Ok(())
     }
 
-    /// Decompresses every tensor saved at or after `mark` back onto the device; nothing may be
-    /// recorded and unsubmitted (the uploads go ahead of it).
-    pub async fn restore_since(&mut self, ctx: &GpuContext, mark: u64) -> Result<()> {
-        while self.compressed.last().is_some_and(|s| s.seq > mark) {
-            let Some(s) = self.compressed.pop() else { break };
-            let values = decompress(ctx, &s.c).await?;
-            let mut t = Tensor::from_slice(ctx, &values, &s.c.shape, Category::Workspace)?;
+    /// Records into `enc` the decoding of every tensor saved at or after `mark` into pooled
+    /// device tensors, which the backward recorded after it reads.
+    pub fn restore_since(&mut self, ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, mark: u64) -> Result<()> {
+        while self.stored.last().is_some_and(|s| s.seq > mark) {
+            let Some(s) = self.stored.pop() else { break };
+            let mut t = Tensor::uninit(ctx, &s.resident.shape, Category::Workspace);
+            record_decode(ctx, enc, &s.resident, t.buffer())?;
             if let Some(mask) = &s.mask {
-                t = record(ctx, "mask-aware restore", |enc| ops::mask_clamp(ctx, enc, &t, mask)).await?;
+                t = ops::mask_clamp(ctx, enc, &t, mask)?;
             }
             for (alias, _) in self.aliases.iter().filter(|a| a.1 == s.key) {
                 self.slots.insert(*alias, t.clone());
@@ -287,31 +293,6 @@ impl SavedActivations {
             self.slots.insert(s.key, t);
         }
         Ok(())
-    }
-
-    /// Puts the exact fp32 form of every compressed tensor in place, as kept by
-    /// [`Self::begin_step`]`(_, true)`, leaving the compressed ones for a second backward.
-    pub fn restore_exact(&mut self) -> Result<()> {
-        let exact = self.exact.as_ref().ok_or_else(|| {
-            FdsrError::InvalidConfig("exact activations were not kept for this step (begin_step(_, true))".into())
-        })?;
-        self.slots.extend(exact.iter().map(|(k, t)| (*k, t.clone())));
-        for (alias, orig) in &self.aliases {
-            if let Some(t) = exact.get(orig) {
-                self.slots.insert(*alias, t.clone());
-            }
-        }
-        Ok(())
-    }
-
-    /// The tensors held on the device now (a probe snapshots them between its two backwards).
-    pub fn snapshot(&self) -> HashMap<(usize, u8), Tensor> {
-        self.slots.clone()
-    }
-
-    /// Puts back a [`Self::snapshot`].
-    pub fn put_back(&mut self, slots: HashMap<(usize, u8), Tensor>) {
-        self.slots = slots;
     }
 
     /// Takes back what `layer` saved in `slot`; its memory is released when the caller drops it.
@@ -325,9 +306,9 @@ impl SavedActivations {
         Ok(t)
     }
 
-    /// Number of tensors held now (on the device, queued or compressed).
+    /// Number of tensors held now (on the device, queued or stored).
     pub fn len(&self) -> usize {
-        self.slots.len() + self.pending.len() + self.compressed.len()
+        self.slots.len() + self.pending.len() + self.stored.len()
     }
 
     /// `true` when nothing is held.
@@ -340,18 +321,45 @@ impl SavedActivations {
         self.slots.clear();
         self.pending.clear();
         self.aliases.clear();
-        self.compressed.clear();
-        self.exact = None;
+        self.stored.clear();
         self.seq = 0;
     }
 
-    /// Accounting since creation or the last [`SavedActivations::take_stats`].
-    pub fn stats(&self) -> SavedStats {
+    /// Accounting since creation or the last [`Self::take_stats`] that the host knows without
+    /// the device: bytes used by `fdsr` tensors and reuse counts are added by [`Self::take_stats`].
+    pub fn host_stats(&self) -> SavedStats {
         self.stats
     }
 
-    /// Returns the accounting and starts a new window.
-    pub fn take_stats(&mut self) -> SavedStats {
-        std::mem::take(&mut self.stats)
+    /// Returns the window's accounting, with the device's totals (one readback, after the
+    /// window's work is submitted), and starts a new window.
+    pub async fn take_stats(&mut self, ctx: &GpuContext) -> Result<SavedStats> {
+        let mut s = std::mem::take(&mut self.stats);
+        if let Some(acc) = &self.acc {
+            let w: Vec<u32> = acc.to_vec(ctx).await?.into_iter().map(f32::to_bits).collect();
+            acc.write(ctx, &[0.0; 4])?;
+            s.stored_bytes += u64::from(w[0]) | (u64::from(w[1]) << 32);
+            s.reuse_hits += u64::from(w[2]);
+            s.reuse_eligible += u64::from(w[3]);
+        }
+        Ok(s)
+    }
+
+    /// The records of every tensor saved in the current (or last) training step, in save order,
+    /// with what the device measured of each (one readback; the step's work must be submitted).
+    pub async fn read_records(&self, ctx: &GpuContext) -> Result<Vec<TensorRecord>> {
+        records::read(ctx, &self.records).await
+    }
+}
+
+/// `e` with the saved tensor's name, for errors of one tensor's encoding (a budget too low).
+fn name_error(name: &str, e: FdsrError) -> FdsrError {
+    match e {
+        FdsrError::BudgetTooLow { budget, needed } => FdsrError::InvalidConfig(format!(
+            "{name}: a budget of {budget} bits per value is below the {needed:.3} its metadata needs \
+             (a ratio of at most {:.1})",
+            32.0 / needed
+        )),
+        other => other,
     }
 }

@@ -10,7 +10,7 @@ use super::layers::Pass;
 use super::model::{Model, ModelName};
 use super::ops;
 use super::optim::{OptConfig, Optimizer, Schedule};
-use super::precision::{Precision, PrecisionRun};
+use super::precision::{Precision, PrecisionRun, QuantPlan};
 use super::saved::SavedActivations;
 use super::tensor::Tensor;
 use crate::codec::config::Policy;
@@ -58,6 +58,38 @@ fn upload_batch(ctx: &GpuContext, images: &[f32], labels: &[u8]) -> Result<(Tens
     let side = super::model::INPUT_SIDE;
     let x = Tensor::from_slice(ctx, images, &[labels.len(), 1, side, side], Category::Workspace)?;
     Ok((x, ops::upload_labels(ctx, labels)))
+}
+
+/// Share of a batch the gradient-error probe runs on: `⌈n / PROBE_SHARE⌉` images.
+pub const PROBE_SHARE: usize = 8;
+
+/// Records copies of the model's persistent buffers that a training forward changes (batch-norm
+/// running statistics, DFQ gate counts): pairs of (buffer, copy).
+fn snapshot_state(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, model: &mut Model) -> Vec<(Tensor, Tensor)> {
+    let mut kept = Vec::new();
+    let mut copy = |t: &Tensor| {
+        let c = Tensor::uninit(ctx, t.shape(), Category::Workspace);
+        enc.copy_buffer_to_buffer(t.buffer(), 0, c.buffer(), 0, t.numel() as u64 * 4);
+        kept.push((t.clone(), c));
+    };
+    model.visit(&mut |p| {
+        if p.grad.is_none() {
+            copy(&p.value);
+        }
+    });
+    model.gates(&mut |_, slot| {
+        if let Some(g) = slot {
+            copy(&g.counts);
+        }
+    });
+    kept
+}
+
+/// Records putting back what [`snapshot_state`] copied.
+fn restore_state(enc: &mut wgpu::CommandEncoder, kept: &[(Tensor, Tensor)]) {
+    for (t, c) in kept {
+        enc.copy_buffer_to_buffer(c.buffer(), 0, t.buffer(), 0, t.numel() as u64 * 4);
+    }
 }
 
 /// Reads back the gradient of every weight (`*.weight` parameters, not DFQ gates'), in visiting order.
@@ -201,52 +233,27 @@ impl Trainer {
     }
 
     /// Runs one training step on `images` (`[n, 1, 32, 32]` values) and `labels`: uploads, then
-    /// per top-level layer records and submits its forward and lets the store compress what it
-    /// saved; loss; per layer in reverse, restores what it saved and records its backward; the
-    /// update. Reads nothing back but what the codec needs, except on the controller's probe
-    /// steps: there the backward runs first from the exact activations, then (as always) from the
-    /// compressed ones, and the two sets of weight gradients go to the controller.
+    /// per top-level layer records its forward and the encoding of what it saved into one
+    /// submit; loss; per layer in reverse, the decoding of what it saved and its backward in one
+    /// submit; the update. Nothing is read back and the host never waits. On the controller's
+    /// probe steps a probe runs first ([`Self::probe`]).
     pub async fn step(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8], lr: f32) -> Result<()> {
         let n = labels.len();
-        let (x, y) = upload_batch(ctx, images, labels)?;
-        self.model.check_input(&x)?;
-        let probe = self.controller.as_ref().is_some_and(|c| c.due(self.step));
-        self.saved.begin_step((self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9), probe);
         let plan = self.precision.plan(self.config.seed as u32, self.step);
         let quant = plan.as_ref();
-        let layers = self.model.layer_count();
-        let mut marks = Vec::with_capacity(layers);
-        let mut h = x;
-        for i in 0..layers {
-            marks.push(self.saved.mark());
-            let (model, saved) = (&mut self.model, &mut self.saved);
-            h = record(ctx, "forward", |enc| {
-                model.forward_layer(i, &mut Pass { ctx, enc, saved, train: true, quant }, h)
-            })
-            .await?;
-            self.saved.flush(ctx).await?;
+        if self.controller.as_ref().is_some_and(|c| c.due(self.step)) {
+            self.probe(ctx, images, labels, quant).await?;
         }
-        let sums = &self.sums;
-        let d = record(ctx, "loss", |enc| {
-            let out = ops::cross_entropy_forward(ctx, enc, &h, &y)?;
-            ops::accumulate_metrics(ctx, enc, &out, sums)?;
-            ops::cross_entropy_backward(ctx, enc, &out.probs, &y)
-        })
-        .await?;
-        let exact = if probe { Some(self.exact_gradients(ctx, d.clone(), quant).await?) } else { None };
-        self.backward(ctx, d, quant, Some(&marks)).await?;
-        if let Some(exact) = exact {
-            let compressed = read_gradients(ctx, &self.model).await?;
-            let pairs: Vec<GradPair> =
-                exact.iter().zip(&compressed).map(|((name, e), (_, c))| GradPair::new(name, e, c)).collect();
-            if let Some(c) = self.controller.as_mut() {
-                c.update(self.step, &pairs, self.saved.records());
-                self.saved.set_budgets(c.budgets().clone());
-            }
-        }
+        let (x, y) = upload_batch(ctx, images, labels)?;
+        self.model.check_input(&x)?;
+        let mut saved = std::mem::take(&mut self.saved);
+        saved.begin_step(self.step_seed());
+        let result = self.pass(ctx, x, &y, &mut saved, quant, true).await;
+        saved.clear();
+        self.saved = saved;
+        result?;
         let (model, opt) = (&mut self.model, &mut self.opt);
         record(ctx, "update", |enc| opt.step(ctx, enc, model, lr)).await?;
-        self.saved.clear();
         self.precision.count_step(n);
         self.step += 1;
         self.summed_images += n as u64;
@@ -254,46 +261,106 @@ impl Trainer {
         Ok(())
     }
 
-    /// The probe's first backward: from the exact activations the store kept, with what is held
-    /// put back afterwards for the real backward. Returns every weight's gradient.
-    async fn exact_gradients(
-        &mut self,
-        ctx: &GpuContext,
-        d: Tensor,
-        quant: Option<&super::precision::QuantPlan>,
-    ) -> Result<Vec<(String, Vec<f32>)>> {
-        let held = self.saved.snapshot();
-        self.saved.restore_exact()?;
-        self.backward(ctx, d, quant, None).await?;
-        self.saved.put_back(held);
-        read_gradients(ctx, &self.model).await
+    /// The stochastic-rounding seed of this step's stored activations.
+    fn step_seed(&self) -> u32 {
+        (self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9)
     }
 
-    /// Records the backward of every top-level layer, last first, from the loss gradient `d`.
-    /// With `marks` (the store's mark before each layer's forward) each layer's compressed saved
-    /// activations are restored just before its backward; without, the store already holds them
-    /// (the probe's exact copies).
-    async fn backward(
+    /// One forward and backward of `x` with `store` keeping what the layers save (gradients in
+    /// the parameters' gradient buffers); loss and accuracy go to the metric sums when `count`.
+    async fn pass(
         &mut self,
         ctx: &GpuContext,
-        mut d: Tensor,
-        quant: Option<&super::precision::QuantPlan>,
-        marks: Option<&[u64]>,
+        x: Tensor,
+        y: &ops::Labels,
+        store: &mut SavedActivations,
+        quant: Option<&QuantPlan>,
+        count: bool,
     ) -> Result<()> {
-        let label = if marks.is_some() { "backward" } else { "probe backward" };
-        for i in (0..self.model.layer_count()).rev() {
-            if let Some(marks) = marks {
-                self.saved.restore_since(ctx, marks[i]).await?;
-            }
-            let (model, saved) = (&mut self.model, &mut self.saved);
-            match record(ctx, label, |enc| {
-                model.backward_layer(i, &mut Pass { ctx, enc, saved, train: true, quant }, d)
+        let layers = self.model.layer_count();
+        let mut marks = Vec::with_capacity(layers);
+        let mut h = x;
+        for i in 0..layers {
+            marks.push(store.mark());
+            let model = &mut self.model;
+            h = record(ctx, "forward", |enc| {
+                let out = model.forward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, h)?;
+                store.flush(ctx, enc)?;
+                Ok(out)
             })
-            .await?
-            {
+            .await?;
+        }
+        let sums = &self.sums;
+        let mut d = record(ctx, "loss", |enc| {
+            let out = ops::cross_entropy_forward(ctx, enc, &h, y)?;
+            if count {
+                ops::accumulate_metrics(ctx, enc, &out, sums)?;
+            }
+            ops::cross_entropy_backward(ctx, enc, &out.probs, y)
+        })
+        .await?;
+        for i in (0..layers).rev() {
+            let model = &mut self.model;
+            let dx = record(ctx, "backward", |enc| {
+                store.restore_since(ctx, enc, marks[i])?;
+                model.backward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, d)
+            })
+            .await?;
+            match dx {
                 Some(g) => d = g,
                 None => break,
             }
+        }
+        Ok(())
+    }
+
+    /// The controller's gradient-error probe: the first [`PROBE_SHARE`]th of the batch goes
+    /// forward and backward twice, with exact and with compressed saved activations (the same
+    /// tensors compressed as in a whole batch); the two sets of weight gradients and the
+    /// compressed pass's records (scheduled readbacks) go to the controller, whose budgets then
+    /// apply from this step on. Batch-norm running statistics
+    /// and gate counts are put back afterwards, and the step's own backward overwrites every
+    /// gradient, so the probe leaves the training run as it was; holding a sub-batch, it never
+    /// needs more memory than the step itself.
+    async fn probe(
+        &mut self,
+        ctx: &GpuContext,
+        images: &[f32],
+        labels: &[u8],
+        quant: Option<&QuantPlan>,
+    ) -> Result<()> {
+        let n = labels.len().div_ceil(PROBE_SHARE).max(1);
+        let per = images.len() / labels.len().max(1);
+        let model = &mut self.model;
+        let kept = record(ctx, "probe snapshot", |enc| Ok(snapshot_state(ctx, enc, model))).await?;
+        let (mut grads, mut records) = (Vec::new(), Vec::new());
+        for exact in [true, false] {
+            let mut store = if exact {
+                SavedActivations::new()
+            } else {
+                let mut s = SavedActivations::with_policy(self.saved.policy().cloned())?;
+                s.set_budgets(self.saved.budgets().clone());
+                s.set_batch_share(labels.len(), n);
+                s
+            };
+            store.begin_step(self.step_seed());
+            let (x, y) = upload_batch(ctx, &images[..n * per], &labels[..n])?;
+            self.pass(ctx, x, &y, &mut store, quant, false).await?;
+            grads.push(read_gradients(ctx, &self.model).await?);
+            if !exact {
+                records = store.read_records(ctx).await?;
+            }
+        }
+        record(ctx, "probe restore", |enc| {
+            restore_state(enc, &kept);
+            Ok(())
+        })
+        .await?;
+        let pairs: Vec<GradPair> =
+            grads[0].iter().zip(&grads[1]).map(|((name, e), (_, c))| GradPair::new(name, e, c)).collect();
+        if let Some(c) = self.controller.as_mut() {
+            c.update(self.step, &pairs, &records);
+            self.saved.set_budgets(c.budgets().clone());
         }
         Ok(())
     }

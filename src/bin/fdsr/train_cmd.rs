@@ -12,7 +12,7 @@ use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
 use fdsr::engine::precision::Precision;
 use fdsr::engine::saved::{SavedStats, TensorRecord};
 use fdsr::engine::{checkpoint, session, ModelName, Session, TrainConfig, Trainer};
-use fdsr::gpu::CATEGORIES;
+use fdsr::gpu::{TransferCounts, CATEGORIES};
 use fdsr::io::safetensors::{read_safetensors, write_safetensors};
 use fdsr::{FdsrError, GpuContext, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -197,8 +197,16 @@ fn memory(ctx: &GpuContext) -> Value {
 
 fn saved_json(s: &SavedStats) -> Value {
     json!({ "tensors": s.tensors, "fp32_bytes": s.fp32_bytes, "stored_bytes": s.stored_bytes,
-        "packed_bytes": s.packed_bytes, "activation_ratio": s.ratio(), "reuse_hits": s.reuse_hits,
-        "reuse_eligible": s.reuse_eligible, "reuse_hit_rate": s.reuse_hit_rate() })
+        "reserved_bytes": s.reserved_bytes, "packed_bytes": s.packed_bytes, "activation_ratio": s.ratio(),
+        "used_ratio": s.used_ratio(), "reuse_hits": s.reuse_hits, "reuse_eligible": s.reuse_eligible,
+        "reuse_hit_rate": s.reuse_hit_rate() })
+}
+
+/// Transfers of `steps` training steps, per step.
+fn transfers_json(t: &TransferCounts, steps: u64) -> Value {
+    let per = |v: u64| v as f64 / steps.max(1) as f64;
+    json!({ "uploaded_bytes": per(t.uploaded), "read_back_bytes": per(t.read_back), "host_waits": per(t.host_waits),
+        "dispatches": per(t.dispatches) })
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -207,7 +215,7 @@ fn mean(v: &[f64]) -> Option<f64> {
 
 fn record_json(r: &TensorRecord) -> Value {
     json!({ "name": r.name, "layer": r.layer, "shape": r.shape, "fp32_bytes": r.fp32_bytes,
-        "stored_bytes": r.stored_bytes, "form": r.form, "bits": r.bits, "budget": r.budget, "own_mask": r.own_mask,
+        "stored_bytes": r.stored_bytes, "reserved_bytes": r.reserved_bytes, "form": r.form, "bits": r.bits, "budget": r.budget, "own_mask": r.own_mask,
         "classes": { "zero": r.classes[0], "dc_only": r.classes[1], "full": r.classes[2], "reference": r.classes[3] },
         "band_energy": r.band_energy, "reuse_hits": r.reuse_hits, "reuse_eligible": r.reuse_eligible })
 }
@@ -262,6 +270,7 @@ pub(crate) fn train_run(
     let mut run_saved = SavedStats::default();
     let mut run_probe = Vec::new();
     let mut window_bitops = s.trainer.precision.bitops;
+    let (mut window_transfers, mut run_transfers) = (ctx.transfer_counts(), TransferCounts::default());
     while !s.done() {
         let lr = pollster::block_on(s.step(ctx))?;
         window_steps += 1;
@@ -280,8 +289,10 @@ pub(crate) fn train_run(
             run_probe.push(d.grad_error);
             metrics.write(&decision_json(&d))?;
         }
+        let steps_transfers = ctx.transfer_counts().since(&window_transfers);
         if a.layers_every > 0 && step % a.layers_every == 0 && metrics.is_open() {
-            let layers: Vec<Value> = s.trainer.saved.records().iter().map(record_json).collect();
+            let records = pollster::block_on(s.trainer.saved.read_records(ctx))?;
+            let layers: Vec<Value> = records.iter().map(record_json).collect();
             metrics.write(&json!({ "kind": "layers", "step": step, "tensors": layers }))?;
         }
         if step % a.log_every.max(1) == 0 || epoch_end || s.done() {
@@ -290,17 +301,19 @@ pub(crate) fn train_run(
             train_secs += secs;
             let ips = (window_steps * a.batch as u64) as f64 / secs.max(1e-9);
             bar.set_message(format!("loss {:.4} acc {:.3} {:.0} img/s", m.loss, m.accuracy, ips));
-            let saved = s.trainer.saved.take_stats();
+            let saved = pollster::block_on(s.trainer.saved.take_stats(ctx))?;
             run_saved.add(&saved);
+            run_transfers.add(&steps_transfers);
             let bitops = s.trainer.precision.bitops;
             let bitops_per_step = (bitops - window_bitops) / window_steps as f64;
             window_bitops = bitops;
             last = json!({ "kind": "step", "step": step, "epoch": (step - 1) / spe, "loss": m.loss, "accuracy": m.accuracy,
                 "lr": lr, "step_ms": 1e3 * secs / window_steps as f64, "images_per_s": ips, "memory": memory(ctx),
-                "saved": saved_json(&saved), "bitops": bitops_per_step, "bitops_total": bitops,
+                "saved": saved_json(&saved), "transfers": transfers_json(&steps_transfers, window_steps),
+                "bitops": bitops_per_step, "bitops_total": bitops,
                 "precision_bits": s.trainer.precision.bits(), "pfq_stage": s.trainer.precision.pfq.as_ref().map(|p| p.stage) });
             metrics.write(&last)?;
-            (window_steps, window) = (0, Instant::now());
+            (window_steps, window, window_transfers) = (0, Instant::now(), ctx.transfer_counts());
         }
         if epoch_end {
             let t = pollster::block_on(s.trainer.evaluate(ctx, test, s.norm, a.batch))?;
@@ -320,6 +333,7 @@ pub(crate) fn train_run(
         }
         if epoch_end || periodic {
             window = Instant::now();
+            window_transfers = ctx.transfer_counts();
         }
     }
     bar.finish_and_clear();
@@ -330,6 +344,7 @@ pub(crate) fn train_run(
         "seconds": secs, "step_ms": 1e3 * train_secs / steps_run.max(1) as f64,
         "images_per_s": (steps_run * a.batch as u64) as f64 / train_secs.max(1e-9), "adapter": ctx.adapter_description(),
         "parameters": s.trainer.model.parameter_count(), "memory": memory(ctx), "saved": saved_json(&run_saved),
+        "transfers": transfers_json(&run_transfers, steps_run),
         "probe_grad_error": mean(&run_probe), "final_budget": s.trainer.controller.as_ref().and_then(|c| c.budget),
         "precision": prec_name, "bitops": s.trainer.precision.bitops,
         "bitops_saved_vs_static": s.trainer.precision.saved_vs_static(),

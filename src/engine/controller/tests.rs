@@ -21,6 +21,7 @@ fn record(name: &str, numel: u64, scale: f64) -> TensorRecord {
         shape: vec![numel as usize / 64, 1, 8, 8],
         fp32_bytes: numel * 4,
         stored_bytes: 0,
+        reserved_bytes: 0,
         form: "fdsr".into(),
         bits: vec![],
         classes: [0; 4],

@@ -10,8 +10,11 @@ pub struct SavedStats {
     pub tensors: u64,
     /// What dense activations would take as f32.
     pub fp32_bytes: u64,
-    /// What was stored for them (serialized size of compressed ones, metadata included).
+    /// What was written for them (metadata and own masks included).
     pub stored_bytes: u64,
+    /// Device memory reserved for them: the stored forms' regions (and own masks). Under a
+    /// budget this is the budget; what is written ([`Self::stored_bytes`]) never exceeds it.
+    pub reserved_bytes: u64,
     /// Bytes of packed masks and indices (stored as they are).
     pub packed_bytes: u64,
     /// Full tiles stored as references to a near-duplicate (similarity reuse).
@@ -20,15 +23,24 @@ pub struct SavedStats {
     pub reuse_eligible: u64,
 }
 
+fn ratio_of(fp32: u64, stored: u64) -> f64 {
+    if stored == 0 {
+        1.0
+    } else {
+        fp32 as f64 / stored as f64
+    }
+}
+
 impl SavedStats {
-    /// fp32 bytes of dense activations over the bytes stored for them and for the masks.
+    /// fp32 bytes of dense activations over the device memory reserved for them and for the
+    /// packed masks: the memory the store saves.
     pub fn ratio(&self) -> f64 {
-        let stored = self.stored_bytes + self.packed_bytes;
-        if stored == 0 {
-            1.0
-        } else {
-            self.fp32_bytes as f64 / stored as f64
-        }
+        ratio_of(self.fp32_bytes, self.reserved_bytes + self.packed_bytes)
+    }
+
+    /// fp32 bytes of dense activations over the bytes written for them and for the masks.
+    pub fn used_ratio(&self) -> f64 {
+        ratio_of(self.fp32_bytes, self.stored_bytes + self.packed_bytes)
     }
 
     /// Fraction of the full tiles that similarity reuse stored as references (0 without reuse).
@@ -45,6 +57,7 @@ impl SavedStats {
         self.tensors += o.tensors;
         self.fp32_bytes += o.fp32_bytes;
         self.stored_bytes += o.stored_bytes;
+        self.reserved_bytes += o.reserved_bytes;
         self.packed_bytes += o.packed_bytes;
         self.reuse_hits += o.reuse_hits;
         self.reuse_eligible += o.reuse_eligible;
@@ -62,8 +75,10 @@ pub struct TensorRecord {
     pub shape: Vec<usize>,
     /// Bytes as f32 (packed tensors: their own size).
     pub fp32_bytes: u64,
-    /// Bytes stored (compressed size, metadata and an own zero mask included).
+    /// Bytes written (compressed size, metadata and an own zero mask included).
     pub stored_bytes: u64,
+    /// Device bytes reserved for it (its regions and own zero mask).
+    pub reserved_bytes: u64,
     /// Stored form: `fp32`, `packed` or the policy (`fdsr:bits=8,4,2,0,mask`, `uniform:2`, …).
     pub form: String,
     /// Bits per band (`fdsr` on 4-D tensors), else empty.

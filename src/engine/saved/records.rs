@@ -1,0 +1,128 @@
+//! Per-tensor records of a step: what the host knows when a tensor is saved, and the handles of
+//! what only the device knows (an `fdsr` segment's chosen bits, tile classes, band statistics,
+//! bytes written), read together in one readback when the records are asked for.
+
+use std::sync::Arc;
+
+use super::stats::TensorRecord;
+use crate::codec::alloc::{FdsrStats, GRAD_COHERENT_WEIGHT};
+use crate::codec::config::{BitChoice, Policy};
+use crate::codec::resident::layout::{self as l, FdsrLayout, STAT_WORDS};
+use crate::codec::resident::{Resident, SegmentForm};
+use crate::error::Result;
+use crate::gpu::kernel::submit;
+use crate::gpu::{read_words, Category, GpuContext, PooledBuffer, STORAGE_USAGE};
+
+/// One saved tensor's record, completed from the device by [`read`].
+pub struct PendingRecord {
+    record: TensorRecord,
+    /// Per `fdsr` segment: its layout and statistics buffer.
+    segments: Vec<(FdsrLayout, Arc<PooledBuffer>)>,
+    grad_aware: bool,
+}
+
+impl PendingRecord {
+    /// A tensor kept as it is (`fp32` or `packed`).
+    pub fn kept(name: &str, layer: usize, shape: &[usize], bytes: u64, form: &str) -> Self {
+        let record = TensorRecord {
+            name: name.to_string(),
+            layer,
+            shape: shape.to_vec(),
+            fp32_bytes: bytes,
+            stored_bytes: bytes,
+            reserved_bytes: bytes,
+            form: form.to_string(),
+            bits: Vec::new(),
+            classes: [0; 4],
+            band_energy: Vec::new(),
+            reuse_hits: 0,
+            reuse_eligible: 0,
+            budget: None,
+            own_mask: false,
+            analysis: None,
+        };
+        PendingRecord { record, segments: Vec::new(), grad_aware: false }
+    }
+
+    /// A tensor stored as `r` with `policy` (the budget asked of the codec included).
+    pub fn stored(name: &str, layer: usize, r: &Resident, policy: &Policy, own_mask: bool, mask_bytes: u64) -> Self {
+        let mut p = Self::kept(name, layer, &r.shape, r.numel() * 4, &policy.to_string());
+        p.record.reserved_bytes = r.reserved_bytes() + mask_bytes;
+        p.record.stored_bytes = r.host_used_bytes().unwrap_or(0) + mask_bytes;
+        p.record.own_mask = own_mask;
+        if let Policy::Fdsr(cfg) = policy {
+            p.record.budget = match cfg.bits {
+                BitChoice::Budget(b) => Some(b),
+                BitChoice::Fixed(_) => None,
+            };
+            p.grad_aware = cfg.grad_aware;
+            p.record.analysis = (r.shape.len() == 4).then(|| FdsrStats::new(&cfg.band_edges));
+        }
+        for s in &r.segments {
+            if let SegmentForm::Fdsr { layout, stats, .. } = &s.form {
+                p.segments.push((*layout, stats.clone()));
+            }
+        }
+        p
+    }
+}
+
+/// The records of `pending`, completed with one readback of every `fdsr` segment's statistics.
+pub async fn read(ctx: &GpuContext, pending: &[PendingRecord]) -> Result<Vec<TensorRecord>> {
+    let count: u64 = pending.iter().map(|p| p.segments.len() as u64).sum();
+    if count == 0 {
+        return Ok(pending.iter().map(|p| p.record.clone()).collect());
+    }
+    let stride = STAT_WORDS * 4;
+    let all = ctx.pool.get(&ctx.device, Category::Workspace, count * stride, STORAGE_USAGE);
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    for (i, (_, stats)) in pending.iter().flat_map(|p| &p.segments).enumerate() {
+        enc.copy_buffer_to_buffer(stats, 0, &all, i as u64 * stride, stride);
+    }
+    submit(ctx, "read records", enc).await?;
+    let words = read_words(ctx, &all, (count * STAT_WORDS) as usize).await?;
+    let mut segs = words.chunks(STAT_WORDS as usize);
+    let mut out = Vec::with_capacity(pending.len());
+    for p in pending {
+        let mut r = p.record.clone();
+        for (k, (layout, _)) in p.segments.iter().enumerate() {
+            let Some(s) = segs.next() else { break };
+            complete(&mut r, layout, s, k == 0, p.grad_aware);
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Adds one segment's statistics `s` to `r` (its bits are the first segment's).
+fn complete(r: &mut TensorRecord, layout: &FdsrLayout, s: &[u32], first: bool, grad_aware: bool) {
+    let f = |i: usize| f64::from(f32::from_bits(s[i]));
+    let (zero, dc, full, hits) = (s[l::STAT_ZERO], s[l::STAT_DC], s[l::STAT_FULL], s[l::STAT_HITS]);
+    r.stored_bytes += layout.used_bytes(s[l::STAT_USED].into());
+    let Some(a) = r.analysis.as_mut() else { return };
+    let nb = a.bands();
+    if first {
+        r.bits = s[l::STAT_BITS..l::STAT_BITS + nb].iter().map(|&b| b as u8).collect();
+        r.band_energy = vec![0.0; nb];
+        a.coherent_weight = if grad_aware { GRAD_COHERENT_WEIGHT } else { 1.0 };
+    }
+    let (zero, dc, full, hits) = (u64::from(zero), u64::from(dc), u64::from(full), u64::from(hits));
+    r.classes[0] += zero;
+    r.classes[1] += dc;
+    r.classes[2] += full.saturating_sub(hits);
+    r.classes[3] += hits;
+    r.reuse_hits += hits;
+    if r.form.contains("reuse") {
+        r.reuse_eligible += full;
+    }
+    for j in 1..nb {
+        r.band_energy[j] += f(l::STAT_ENERGY + j);
+        a.band_energy[j] += f(l::STAT_ENERGY + j);
+        a.band_sum_n_max2[j] += f(l::STAT_SUM_N_MAX2 + j);
+    }
+    (a.zero_tiles, a.dc_tiles, a.full_tiles) = (a.zero_tiles + zero, a.dc_tiles + dc, a.full_tiles + full);
+    a.planes += layout.planes;
+    a.numel = r.shape.iter().product::<usize>() as u64;
+    a.dc_sum_n_max2 += f(l::STAT_DC_TERM);
+    a.gmax = a.gmax.max(f32::from_bits(s[l::STAT_GMAX]));
+}

@@ -1,0 +1,154 @@
+//! The device-resident path (what training uses): encode and decode recorded into one encoder,
+//! nothing read back; the bits chosen on the device exactly as `reference::alloc_rule` chooses
+//! them from the same totals; the budget a hard bound; round trips against the reference.
+
+mod common;
+
+use fdsr::bench::activations::{conv3x3_relu, smooth_images};
+use fdsr::codec::resident::layout::{self, FdsrLayout, HEADER_WORDS};
+use fdsr::codec::resident::{record_decode, record_encode, Resident, SegmentForm};
+use fdsr::gpu::kernel::{storage_init, storage_zeroed};
+use fdsr::gpu::{read_words, Category, ContextOptions};
+use fdsr::reference::alloc_rule::{self, Limits, Totals, STATS};
+use fdsr::{reference, CodecOptions, FdsrError, GpuContext, Policy};
+use pollster::block_on;
+
+fn relu_activation(shape: [usize; 4], seed: u32) -> Vec<f32> {
+    let [n, c, h, w] = shape;
+    conv3x3_relu(&smooth_images(n, h, w, seed), n, h, w, c, seed + 1)
+}
+
+/// Encodes and decodes `x` on the device in one encoder and one submit; returns the stored form,
+/// the decoded values and the transfers of the recording and submit alone.
+fn round_trip(ctx: &GpuContext, x: &[f32], shape: &[usize], policy: &str, opts: &CodecOptions) -> (Resident, Vec<f32>) {
+    let p: Policy = policy.parse().unwrap();
+    let input = storage_init(ctx, "x", bytemuck::cast_slice(x));
+    let out = storage_zeroed(ctx, "y", x.len() as u64 * 4);
+    let acc = storage_zeroed(ctx, "acc", 16);
+    let before = ctx.transfer_counts();
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let r = record_encode(ctx, &mut enc, &input, shape, &p, opts, Category::SavedActivations, &acc).unwrap();
+    record_decode(ctx, &mut enc, &r, &out).unwrap();
+    ctx.queue.submit([enc.finish()]);
+    let t = ctx.transfer_counts().since(&before);
+    assert_eq!((t.read_back, t.host_waits), (0, 0), "{policy}: recording read back or waited");
+    let y: Vec<f32> = block_on(read_words(ctx, &out, x.len())).unwrap().into_iter().map(f32::from_bits).collect();
+    (r, y)
+}
+
+fn words(ctx: &GpuContext, b: &wgpu::Buffer, n: u64) -> Vec<u32> {
+    block_on(read_words(ctx, b, n as usize)).unwrap()
+}
+
+#[test]
+fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [4, 8, 32, 32];
+    let x = relu_activation(shape, 50);
+    for (policy, budget, grad) in
+        [("fdsr:budget=1", 1.0, false), ("fdsr:budget=2,grad", 2.0, true), ("fdsr:budget=3", 3.0, false)]
+    {
+        let (r, y) = round_trip(&ctx, &x, &shape, policy, &CodecOptions::default());
+        let s = &r.segments[0];
+        let SegmentForm::Fdsr { layout: l, stats, .. } = &s.form else { panic!("not fdsr") };
+        assert_eq!(l.words, HEADER_WORDS + (budget * x.len() as f64 / 32.0) as u64, "{policy}: region size");
+        let head = words(&ctx, &s.region, HEADER_WORDS);
+        let st = words(&ctx, stats, layout::STAT_WORDS);
+        // The choice from the totals the device reduced, by the reference rule.
+        let f = |i: usize| f32::from_bits(st[i]);
+        let mut t = Totals { stats: [0.0; STATS], dc_term: f(layout::STAT_DC_TERM) };
+        for j in 0..8 {
+            t.stats[j] = f(layout::STAT_SUM_N_MAX2 + j);
+            t.stats[8 + j] = f(layout::STAT_ENERGY + j);
+        }
+        t.stats[16] = st[layout::STAT_ZERO] as f32;
+        t.stats[17] = st[layout::STAT_DC] as f32;
+        t.stats[18] = st[layout::STAT_FULL] as f32;
+        let lim =
+            Limits { edges: &[0, 1, 6, 28, 64], limit_bits: l.limit_bits() as u32, weight: alloc_rule::weight(grad) };
+        let (bits, no_fit) = alloc_rule::choose(&t, &lim);
+        let got: Vec<u8> = head[..4].iter().map(|&b| b as u8).collect();
+        assert_eq!(got, bits, "{policy}: device bits vs the reference rule");
+        assert!(!no_fit && head[layout::H_FLAGS] == 0, "{policy}: flags {}", head[layout::H_FLAGS]);
+        // The totals match the reference analysis (f64 sums) closely.
+        let a = reference::fdsr::analyze(&x, &shape, &[0, 1, 6, 28, 64], 1e-3).unwrap().stats;
+        assert_eq!(u64::from(st[layout::STAT_FULL]), a.full_tiles, "{policy}: full tiles");
+        for j in 1..4 {
+            let rel = (f64::from(t.stats[j]) - a.band_sum_n_max2[j]).abs() / a.band_sum_n_max2[j].max(1e-30);
+            assert!(rel < 1e-4, "{policy}: band {j} statistic off by {rel}");
+        }
+        // What was written fits the region, and decodes like the reference with those bits.
+        let used = head[layout::H_USED];
+        assert!(l.used_bytes(used.into()) <= 4 * l.words, "{policy}: used {used} bits");
+        assert_eq!(st[layout::STAT_USED], used);
+        let ra = reference::fdsr::analyze(&x, &shape, &[0, 1, 6, 28, 64], 1e-3).unwrap();
+        let want =
+            reference::fdsr::decode(&reference::fdsr::encode(&ra, &bits, &CodecOptions::default()), &shape).unwrap();
+        let peak = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let off = y.iter().zip(&want).filter(|(a, b)| (*a - *b).abs() > 1e-4 * peak).count();
+        assert!(off * 100 <= x.len(), "{policy}: {off} of {} decoded values differ", x.len());
+    }
+}
+
+#[test]
+fn every_policy_round_trips_on_the_device() {
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [2, 3, 21, 27];
+    let x = relu_activation(shape, 7);
+    let opts = CodecOptions { seed: 5, tensor_id: 9, ..Default::default() };
+    let (_, y) = round_trip(&ctx, &x, &shape, "lossless", &opts);
+    assert_eq!(y, x, "lossless");
+    for policy in ["uniform:2", "uniform:5", "division", "fdsr:bits=8,4,3,2", "fdsr:bits=8,4,3,2,reuse"] {
+        let p: Policy = policy.parse().unwrap();
+        let c = reference::compress(&x, &shape, &p, &opts).unwrap();
+        let want = reference::decompress(&c).unwrap();
+        let (r, y) = round_trip(&ctx, &x, &shape, policy, &opts);
+        let peak = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let off = y.iter().zip(&want).filter(|(a, b)| (*a - *b).abs() > 1e-4 * peak).count();
+        assert!(off * 100 <= x.len(), "{policy}: {off} of {} decoded values differ from the reference", x.len());
+        if let Some(used) = r.host_used_bytes() {
+            assert_eq!(used, r.reserved_bytes().min(used), "{policy}");
+        }
+    }
+}
+
+#[test]
+fn segmented_tensors_round_trip_under_one_budget_each() {
+    let Some(ctx) = common::gpu() else { return };
+    let Some(small) = common::gpu_with(ContextOptions { max_binding_bytes: Some(3 * 20 * 20 * 4) }) else { return };
+    let shape = [3, 4, 20, 20];
+    let x = relu_activation(shape, 60);
+    let opts = CodecOptions { seed: 11, ..Default::default() };
+    for policy in ["fdsr:budget=2,mask,grad", "fdsr:budget=3,reuse", "uniform:3", "division"] {
+        let (whole, a) = round_trip(&ctx, &x, &shape, policy, &opts);
+        let (parts, b) = round_trip(&small, &x, &shape, policy, &opts);
+        assert!(whole.segments.len() == 1 && parts.segments.len() > 1, "{policy}: not segmented");
+        let peak = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let rms = (a.iter().zip(&b).map(|(p, q)| (p - q).powi(2)).sum::<f32>() / x.len() as f32).sqrt();
+        let err = (a.iter().zip(&x).map(|(p, q)| (p - q).powi(2)).sum::<f32>() / x.len() as f32).sqrt();
+        assert!(rms <= err.max(1e-6 * peak) * 1.5, "{policy}: segmented decode differs by {rms} (error {err})");
+        for s in &parts.segments {
+            if let SegmentForm::Fdsr { layout: l, .. } = &s.form {
+                let used = words(&small, &s.region, HEADER_WORDS)[layout::H_USED];
+                assert!(l.used_bytes(used.into()) <= 4 * l.words, "{policy}: a segment overflows its region");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_budget_below_the_metadata_is_refused_with_the_least_budget() {
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [2, 2, 16, 16];
+    let input = storage_zeroed(&ctx, "x", 4096);
+    let acc = storage_zeroed(&ctx, "acc", 16);
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let p: Policy = "fdsr:budget=0.05".parse().unwrap();
+    match record_encode(&ctx, &mut enc, &input, &shape, &p, &CodecOptions::default(), Category::Workspace, &acc) {
+        Err(FdsrError::BudgetTooLow { needed, .. }) => {
+            let l = FdsrLayout::for_budget(4, 16, 1024, needed + 1e-9).expect("the named budget fits");
+            assert!(l.limit_bits() >= 16);
+        }
+        other => panic!("expected BudgetTooLow, got {:?}", other.map(|r| r.reserved_bytes())),
+    }
+}

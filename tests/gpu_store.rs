@@ -1,0 +1,114 @@
+//! What a real GPU pays for in a training step, counted on any adapter: a steady-state
+//! compressed step reads nothing back and never waits for the device, whatever the number of
+//! saved tensors; the budget bounds what a step reserves; the probe leaves the run as it was and
+//! never raises the peak of the pool.
+
+mod common;
+
+use fdsr::data::synthetic;
+use fdsr::engine::controller::ControllerConfig;
+use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
+use fdsr::engine::{ModelName, Session, TrainConfig, Trainer};
+use fdsr::gpu::TransferCounts;
+use fdsr::GpuContext;
+use pollster::block_on;
+
+fn session(ctx: &GpuContext, model: ModelName, batch: usize, policy: Option<&str>, probe: Option<u64>) -> Session {
+    let cfg = TrainConfig {
+        model,
+        epochs: 8,
+        batch,
+        lr: 0.02,
+        schedule: Schedule::Constant,
+        opt: OptConfig::defaults(OptKind::Sgd),
+        seed: 5,
+        augment: false,
+        policy: policy.map(|p| p.parse().unwrap()),
+    };
+    let data = synthetic::images(batch, 28, 28, 10, 3);
+    let mut s = Session::new(Trainer::new(ctx, cfg).unwrap(), data).unwrap();
+    s.trainer.set_controller(probe.map(|every| ControllerConfig { every, ..ControllerConfig::default() })).unwrap();
+    s
+}
+
+/// Transfers of `steps` steps after `warm` steps (and a metric read), and the step's tensor count.
+fn steady(ctx: &GpuContext, s: &mut Session, warm: usize, steps: usize) -> (TransferCounts, u64) {
+    for _ in 0..warm {
+        block_on(s.step(ctx)).unwrap();
+    }
+    block_on(s.trainer.read_metrics(ctx)).unwrap();
+    let tensors = block_on(s.trainer.saved.take_stats(ctx)).unwrap().tensors / warm as u64;
+    let before = ctx.transfer_counts();
+    for _ in 0..steps {
+        block_on(s.step(ctx)).unwrap();
+    }
+    (ctx.transfer_counts().since(&before), tensors)
+}
+
+#[test]
+fn a_steady_compressed_step_reads_nothing_back_and_never_waits() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut seen = Vec::new();
+    for (model, batch) in [(ModelName::Tiny, 8), (ModelName::Cnn, 4)] {
+        for policy in ["fdsr:budget=2,mask,grad", "uniform:2", "division", "lossless", "fdsr:budget=3,reuse"] {
+            let mut s = session(&ctx, model, batch, Some(policy), None);
+            let (t, tensors) = steady(&ctx, &mut s, 2, 2);
+            assert_eq!(t.read_back, 0, "{model} {policy}: {t:?}");
+            assert_eq!(t.host_waits, 0, "{model} {policy}: {t:?}");
+            // Uploads: the batch (images and labels) and kernel parameters only.
+            let batch_bytes = (batch * 32 * 32 * 4 + batch) as u64;
+            assert!(t.uploaded >= 2 * batch_bytes, "{model} {policy}: {t:?}");
+            seen.push((model, tensors));
+            let m = block_on(s.trainer.read_metrics(&ctx)).unwrap();
+            assert!(m.loss.is_finite(), "{model} {policy}");
+        }
+    }
+    assert!(seen[0].1 < seen.last().unwrap().1, "cnn saves more tensors than tiny: {seen:?}");
+}
+
+#[test]
+fn a_budget_bounds_what_a_step_reserves() {
+    let Some(ctx) = common::gpu() else { return };
+    for budget in [1.0, 2.0, 4.0] {
+        let mut s = session(&ctx, ModelName::Tiny, 8, Some(&format!("fdsr:budget={budget},mask,grad")), None);
+        block_on(s.step(&ctx)).unwrap();
+        let records = block_on(s.trainer.saved.read_records(&ctx)).unwrap();
+        let mut compressed = 0;
+        for r in records.iter().filter(|r| r.form.starts_with("fdsr")) {
+            let numel = r.fp32_bytes / 4;
+            // The budget in bits per value (own mask included) plus one 64-byte header.
+            let bound = (budget * numel as f64 / 8.0).floor() as u64 + 64 + 256;
+            assert!(r.reserved_bytes <= bound, "budget {budget}: {} reserves {} > {bound}", r.name, r.reserved_bytes);
+            assert!(r.stored_bytes <= r.reserved_bytes, "{}: wrote {} of {}", r.name, r.stored_bytes, r.reserved_bytes);
+            assert!(r.stored_bytes > 0 && !r.bits.is_empty(), "{r:?}");
+            compressed += 1;
+        }
+        assert!(compressed >= 3, "budget {budget}: {compressed} tensors compressed");
+        let st = block_on(s.trainer.saved.take_stats(&ctx)).unwrap();
+        assert!(st.stored_bytes <= st.reserved_bytes, "{st:?}");
+    }
+}
+
+/// Parameters after `steps` steps of a fresh run, and the pool's peak over them.
+fn run(policy: &str, probe: Option<u64>, steps: usize) -> Option<(Vec<f32>, u64)> {
+    let ctx = common::gpu()?;
+    let mut s = session(&ctx, ModelName::Tiny, 16, Some(policy), probe);
+    ctx.pool.reset_peaks();
+    for _ in 0..steps {
+        block_on(s.step(&ctx)).unwrap();
+    }
+    let peak = ctx.pool.report().peak_total;
+    let mut params = Vec::new();
+    s.trainer.model.visit(&mut |p| params.extend(block_on(p.value.to_vec(&ctx)).unwrap()));
+    Some((params, peak))
+}
+
+#[test]
+fn the_probe_leaves_the_run_as_it_was_and_under_its_peak() {
+    // uniform:2 has nothing to adapt: its probe only measures, so the weights (and batch-norm
+    // running statistics) must come out the same with and without it.
+    let Some((plain, plain_peak)) = run("uniform:2", None, 4) else { return };
+    let Some((probed, probed_peak)) = run("uniform:2", Some(2), 4) else { return };
+    assert_eq!(plain, probed, "the probe changed the run");
+    assert!(probed_peak <= plain_peak, "the probe raised the peak: {probed_peak} > {plain_peak}");
+}
