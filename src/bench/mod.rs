@@ -1,6 +1,8 @@
-//! Benchmarks that print ratios measured side by side in one run (quality, codec speed).
+//! Benchmarks that print ratios measured side by side in one run (quality, codec speed, the
+//! largest batch under a memory cap).
 
 pub mod activations;
+pub mod memory;
 pub mod quality;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod reuse;

@@ -1,12 +1,14 @@
-//! Codec speed benchmark (native): compress and decompress time against a plain copy kernel
-//! over the same tensor on the same device, measured in one run.
+//! Codec speed benchmark (native): device-resident encode and decode (what training runs: no
+//! readback) and the file path's compress and decompress (with their readbacks), each against a
+//! plain copy kernel over the same tensor on the same device, measured in one run.
 
 use super::activations::{conv3x3_relu, smooth_images};
 use crate::codec::api::{compress_buffer, decompress};
 use crate::codec::config::{CodecOptions, Policy};
+use crate::codec::resident::{record_decode, record_encode};
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, storage_init, storage_zeroed, uniform};
-use crate::gpu::GpuContext;
+use crate::gpu::{Category, GpuContext};
 use std::time::Instant;
 
 /// Median seconds per run of each measured operation.
@@ -20,12 +22,18 @@ pub struct SpeedReport {
     pub policy: String,
     /// Copy kernel seconds.
     pub copy_s: f64,
-    /// Compress seconds (all passes and readbacks of the stored form).
+    /// Device-resident encode seconds (every pass, recorded, submitted and waited for once).
+    pub encode_s: f64,
+    /// Device-resident decode seconds into a device buffer.
+    pub decode_s: f64,
+    /// File-path compress seconds (all passes and readbacks of the stored form).
     pub compress_s: f64,
-    /// Decompress seconds (upload of the stored form, decode, readback of f32).
+    /// File-path decompress seconds (upload of the stored form, decode, readback of f32).
     pub decompress_s: f64,
-    /// Ratio of the compressed tensor.
+    /// fp32 bytes over the device bytes reserved for the stored form.
     pub ratio: f64,
+    /// fp32 bytes over the serialized bytes of the file path.
+    pub file_ratio: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -63,7 +71,27 @@ pub async fn measure(
         }
     }
     let opts = CodecOptions::default();
-    let (mut comp, mut decomp, mut ratio) = (Vec::new(), Vec::new(), 0.0);
+    let acc = storage_zeroed(ctx, "bench totals", 16);
+    let (mut enc_s, mut dec_s, mut ratio) = (Vec::new(), Vec::new(), 0.0);
+    for i in 0..=reps {
+        let t = Instant::now();
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let r = record_encode(ctx, &mut enc, &input, shape, policy, &opts, Category::SavedActivations, &acc)?;
+        ctx.queue.submit([enc.finish()]);
+        ctx.wait_for_device()?;
+        let te = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        record_decode(ctx, &mut enc, &r, &out)?;
+        ctx.queue.submit([enc.finish()]);
+        ctx.wait_for_device()?;
+        if i > 0 {
+            enc_s.push(te);
+            dec_s.push(t.elapsed().as_secs_f64());
+        }
+        ratio = (x.len() * 4) as f64 / r.reserved_bytes() as f64;
+    }
+    let (mut comp, mut decomp, mut file_ratio) = (Vec::new(), Vec::new(), 0.0);
     for i in 0..=reps {
         let t = Instant::now();
         let c = compress_buffer(ctx, &input, shape, policy, &opts).await?;
@@ -75,15 +103,18 @@ pub async fn measure(
             comp.push(tc);
             decomp.push(td);
         }
-        ratio = c.ratio();
+        file_ratio = c.ratio();
     }
     Ok(SpeedReport {
         adapter: ctx.adapter_description(),
         shape: shape.to_vec(),
         policy: policy.to_string(),
         copy_s: median(copy),
+        encode_s: median(enc_s),
+        decode_s: median(dec_s),
         compress_s: median(comp),
         decompress_s: median(decomp),
         ratio,
+        file_ratio,
     })
 }

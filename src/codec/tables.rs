@@ -1,6 +1,5 @@
 //! The host tables every codec shader reads at binding 0 (DCT basis, scale tables, zig-zag order).
 
-use crate::gpu::kernel::uniform;
 use crate::gpu::GpuContext;
 use crate::reference::{dct, quant};
 
@@ -25,9 +24,9 @@ impl Tables {
         Self { basis: dct::dct_basis(), scale_t, scale_i, zigzag: dct::ZIGZAG.map(u32::from) }
     }
 
-    /// The tables in a uniform buffer.
+    /// The tables in a uniform buffer, made once per context.
     pub fn buffer(ctx: &GpuContext) -> wgpu::Buffer {
-        uniform(ctx, "codec tables", &Self::new())
+        ctx.constant_uniform("codec tables", || bytemuck::bytes_of(&Self::new()).to_vec())
     }
 }
 

@@ -29,6 +29,7 @@ pub struct GpuContext {
     /// Bytes uploaded and read back, host waits and passes recorded.
     pub transfers: Transfers,
     max_binding: u64,
+    constants: std::sync::Mutex<std::collections::HashMap<&'static str, wgpu::Buffer>>,
 }
 
 impl GpuContext {
@@ -71,6 +72,7 @@ impl GpuContext {
             profiler: Profiler::default(),
             transfers: Transfers::default(),
             max_binding,
+            constants: Default::default(),
         })
     }
 
@@ -89,6 +91,24 @@ impl GpuContext {
     /// Whether the device can write GPU timestamps.
     pub fn has_timestamps(&self) -> bool {
         self.device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    /// The uniform buffer named `label`, made from `contents()` (uploaded) on first use and shared
+    /// afterwards: for constants such as the codec's tables, which every encode binds.
+    pub fn constant_uniform(&self, label: &'static str, contents: impl FnOnce() -> Vec<u8>) -> wgpu::Buffer {
+        let mut map = self.constants.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(label)
+            .or_insert_with(|| {
+                use wgpu::util::DeviceExt;
+                let data = contents();
+                self.transfers.upload(data.len() as u64);
+                self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some(label),
+                    contents: &data,
+                    usage: wgpu::BufferUsages::UNIFORM,
+                })
+            })
+            .clone()
     }
 
     /// Writes `data` into `buffer` at `offset` before the next submitted work (counted as uploaded).

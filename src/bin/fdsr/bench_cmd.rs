@@ -51,7 +51,23 @@ enum What {
         #[arg(long, default_value_t = 3)]
         steps: usize,
     },
-    /// Compress/decompress time over a copy kernel's time on the same tensor.
+    /// The largest batch under a memory cap (pool peak over two steps, a probe step included), per policy.
+    Memory {
+        /// cnn, resnet20 or tiny.
+        #[arg(long, default_value = "resnet20")]
+        model: String,
+        /// The cap, MiB of the buffer pool's peak (every category).
+        #[arg(long, default_value_t = 256.0)]
+        cap_mib: f64,
+        /// Saved-activation policies (`none` for fp32), comma-separated.
+        #[arg(long, default_value = "none,uniform:2,fdsr:budget=2,mask,grad")]
+        policies: String,
+        /// Largest batch tried.
+        #[arg(long, default_value_t = 8192)]
+        max_batch: usize,
+    },
+    /// Device-resident encode/decode and file-path compress/decompress time over a copy
+    /// kernel's time on the same tensor.
     Codec {
         /// Tensor size in MiB.
         #[arg(long, default_value_t = 64)]
@@ -148,25 +164,47 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                 println!("(no timestamp queries on this adapter: no per-kernel times)");
             }
         }
+        What::Memory { model, cap_mib, policies, max_batch } => {
+            fdsr::bench::memory::check(*cap_mib, *max_batch)?;
+            let model: fdsr::engine::ModelName = model.parse()?;
+            let mut rows = Vec::new();
+            for p in fdsr::codec::config::split_policies(policies) {
+                let policy: Option<Policy> = if p == "none" { None } else { Some(p.parse()?) };
+                let cap = (*cap_mib * (1u64 << 20) as f64) as u64;
+                let fut = fdsr::bench::memory::largest_batch(&ctx, model, policy.as_ref(), cap, *max_batch);
+                rows.push(pollster::block_on(fut)?);
+            }
+            print!("{}", fdsr::bench::memory::markdown(&rows, *cap_mib));
+            let json: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| serde_json::json!({ "policy": r.policy, "max_batch": r.max_batch, "peak_bytes": r.peak_bytes, "tried": r.tried }))
+                .collect();
+            println!("{}", serde_json::json!({ "model": model.to_string(), "cap_mib": cap_mib, "rows": json }));
+        }
         What::Codec { mib, policies, reps } => {
             let (shape, x) = speed::activation(*mib);
+            println!("tensor {shape:?}; device-resident encode/decode (training's path, nothing read back) and the");
+            println!("file path (compress/decompress with the readback a file needs), each over the copy kernel");
             println!(
-                "| policy | shape | ratio | copy ms | compress ms | decompress ms | compress/copy | decompress/copy |"
+                "| policy | ratio (device) | ratio (file) | copy ms | encode ms | decode ms | encode/copy | decode/copy | compress/copy | decompress/copy |"
             );
-            println!("|---|---|---:|---:|---:|---:|---:|---:|");
+            println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
             for p in fdsr::codec::config::split_policies(policies) {
                 let policy: Policy = p.parse()?;
                 let r = pollster::block_on(speed::measure(&ctx, &shape, &x, &policy, (*reps).max(1)))?;
+                let c = r.copy_s;
                 println!(
-                    "| {} | {:?} | {:.2}x | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                    "| {} | {:.2}x | {:.2}x | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
                     r.policy,
-                    r.shape,
                     r.ratio,
-                    r.copy_s * 1e3,
-                    r.compress_s * 1e3,
-                    r.decompress_s * 1e3,
-                    r.compress_s / r.copy_s,
-                    r.decompress_s / r.copy_s
+                    r.file_ratio,
+                    c * 1e3,
+                    r.encode_s * 1e3,
+                    r.decode_s * 1e3,
+                    r.encode_s / c,
+                    r.decode_s / c,
+                    r.compress_s / c,
+                    r.decompress_s / c
                 );
             }
         }
