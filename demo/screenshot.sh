@@ -16,7 +16,7 @@ out=demo/screenshot.png
 rm -f "$out"
 # Inside Xvfb: start the app, wait for 10 steps (a hung app is given up after 20 minutes), shoot.
 xvfb-run -a -s "-screen 0 1280x1000x24" bash -c '
-  "$1" --settings "model=tiny&policy=fdsr&budget=2&batch=16" --status-file "$2" &
+  "$1" --settings "model=tiny&policy=fdsr&budget=4&batch=16" --status-file "$2" &
   app=$!
   for i in $(seq 1200); do
     steps=$(grep -o "\"steps\":[0-9]*" "$2" 2>/dev/null | cut -d: -f2 || true)

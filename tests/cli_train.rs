@@ -62,7 +62,7 @@ fn a_run_writes_metrics_checkpoint_and_summary_and_resumes() {
     let (metrics, ck) = (data.join("m.jsonl"), data.join("ck"));
     let (d, m, c) = (data.to_str().unwrap(), metrics.to_str().unwrap(), ck.to_str().unwrap());
     let base = ["train", "--model", "tiny", "--data-dir", d, "--epochs", "2", "--batch", "8", "--quiet"];
-    let base = [&base[..], &["--policy", "fdsr:budget=2,mask,grad", "--probe-every", "3"]].concat();
+    let base = [&base[..], &["--policy", "fdsr:ratio=8,mask,grad", "--probe-every", "3"]].concat();
     let mut args = base.to_vec();
     args.extend(["--metrics", m, "--checkpoint", c, "--log-every", "2", "--layers-every", "4"]);
     let out = fdsr(&args);
@@ -130,7 +130,7 @@ fn compare_trains_each_policy_side_by_side() {
     let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
     let args = ["compare", "--model", "tiny", "--data-dir", d, "--epochs", "1", "--batch", "8", "--quiet"];
     let mut a = args.to_vec();
-    a.extend(["--policies", "none,lossless,uniform:2,fdsr:budget=2,mask,grad", "--out", o, "--probe-every", "2"]);
+    a.extend(["--policies", "none,lossless,uniform:2,fdsr:ratio=8,mask,grad", "--out", o, "--probe-every", "2"]);
     let r = fdsr(&a);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let table = std::fs::read_to_string(out.with_extension("md")).unwrap();

@@ -44,7 +44,7 @@ fn run_to_end(ctx: &GpuContext, s: &mut Session) {
 fn resumed_run_matches_uninterrupted_run() {
     let Some(ctx) = common::gpu() else { return };
     let mut probed = config(OptKind::Sgd);
-    probed.policy = Some("fdsr:budget=2,mask".parse().unwrap());
+    probed.policy = Some("fdsr:budget=4,mask".parse().unwrap());
     // The third run compresses under a budget controller probing every other step (a probe
     // before the checkpoint and one after it): its state travels in the checkpoint.
     for cfg in [config(OptKind::Sgd), config(OptKind::AdamW), probed] {

@@ -59,13 +59,13 @@ fn precision_policies_train_and_save_bitops() {
         // On tiny with full-precision ends only layer2.conv is quantized, and a single layer gets
         // DPC's top bits (8/16, as static): quantize all three layers so capacities differ.
         ("dpc:full-ends=0", None),
-        ("dpc:full-ends=0", Some("fdsr:budget=2,mask")),
+        ("dpc:full-ends=0", Some("fdsr:budget=4,mask")),
         ("fractrain-pfq", Some("uniform:2")),
         // Weights kept fp32: activations at 3 and gradients at 6 bits still beat 8/8/16.
         ("fractrain-pfq:weights=0", None),
         // Every option of the default costs less than 8/8/16.
         ("fractrain-dfq", None),
-        ("fractrain-dfq:full-ends=0", Some("fdsr:budget=2")),
+        ("fractrain-dfq:full-ends=0", Some("fdsr:budget=4")),
     ] {
         let mut s = session(&ctx, config(saved), prec);
         while !s.done() {

@@ -50,7 +50,7 @@ fn a_steady_compressed_step_reads_nothing_back_and_never_waits() {
     let Some(ctx) = common::gpu() else { return };
     let mut seen = Vec::new();
     for (model, batch) in [(ModelName::Tiny, 8), (ModelName::Cnn, 4)] {
-        for policy in ["fdsr:budget=2,mask,grad", "uniform:2", "division", "lossless", "fdsr:budget=3,reuse"] {
+        for policy in ["fdsr:budget=4,mask,grad", "uniform:2", "division", "lossless", "fdsr:budget=5,reuse"] {
             let mut s = session(&ctx, model, batch, Some(policy), None);
             let (t, tensors) = steady(&ctx, &mut s, 2, 2);
             assert_eq!(t.read_back, 0, "{model} {policy}: {t:?}");
@@ -67,26 +67,30 @@ fn a_steady_compressed_step_reads_nothing_back_and_never_waits() {
 }
 
 #[test]
-fn a_budget_bounds_what_a_step_reserves() {
+fn a_budget_bounds_what_every_step_holds() {
     let Some(ctx) = common::gpu() else { return };
-    for budget in [1.0, 2.0, 4.0] {
-        let mut s = session(&ctx, ModelName::Tiny, 8, Some(&format!("fdsr:budget={budget},mask,grad")), None);
-        block_on(s.step(&ctx)).unwrap();
-        let records = block_on(s.trainer.saved.read_records(&ctx)).unwrap();
-        let mut compressed = 0;
-        for r in records.iter().filter(|r| r.form.starts_with("fdsr")) {
-            let numel = r.fp32_bytes / 4;
-            // The budget in bits per value (own mask included) plus one 64-byte header.
-            let bound = (budget * numel as f64 / 8.0).floor() as u64 + 64 + 256;
-            assert!(r.reserved_bytes <= bound, "budget {budget}: {} reserves {} > {bound}", r.name, r.reserved_bytes);
-            assert!(r.stored_bytes <= r.reserved_bytes, "{}: wrote {} of {}", r.name, r.stored_bytes, r.reserved_bytes);
-            assert!(r.stored_bytes > 0 && !r.bits.is_empty(), "{r:?}");
-            compressed += 1;
+    for (model, batch, budget) in [(ModelName::Tiny, 8, 4.0), (ModelName::Tiny, 8, 6.0), (ModelName::Cnn, 4, 2.0)] {
+        let policy = format!("fdsr:budget={budget},mask,grad");
+        let mut s = session(&ctx, model, batch, Some(&policy), Some(2));
+        for _ in 0..3 {
+            block_on(s.step(&ctx)).unwrap();
+            // Every step: compressed regions with their headers, own and ReLU masks, pooling
+            // indices and exact tensors within the budget, a probe step included.
+            let st = block_on(s.trainer.saved.take_stats(&ctx)).unwrap();
+            assert!(st.ratio() >= 32.0 / budget, "{model} {policy}: ratio {} ({st:?})", st.ratio());
+            assert!(st.stored_bytes <= st.reserved_bytes, "{st:?}");
         }
-        assert!(compressed >= 3, "budget {budget}: {compressed} tensors compressed");
-        let st = block_on(s.trainer.saved.take_stats(&ctx)).unwrap();
-        assert!(st.stored_bytes <= st.reserved_bytes, "{st:?}");
+        let records = block_on(s.trainer.saved.read_records(&ctx)).unwrap();
+        let compressed: Vec<_> = records.iter().filter(|r| r.form.starts_with("fdsr")).collect();
+        assert!(compressed.len() >= 3, "{model}: {} tensors compressed", compressed.len());
+        for r in compressed {
+            assert!(r.stored_bytes <= r.reserved_bytes && r.stored_bytes > 0 && !r.bits.is_empty(), "{r:?}");
+        }
     }
+    // A budget the model cannot meet is refused, naming the largest ratio it can reach.
+    let mut s = session(&ctx, ModelName::Tiny, 8, Some("fdsr:ratio=16"), None);
+    let e = block_on(s.step(&ctx)).unwrap_err().to_string();
+    assert!(e.contains("fc.input") && e.contains("largest ratio reachable"), "{e}");
 }
 
 /// Parameters after `steps` steps of a fresh run, and the pool's peak over them.

@@ -97,7 +97,7 @@ fn lossless_storage_reproduces_fp32_training_bit_for_bit() {
 #[test]
 fn compressed_storage_trains_and_saves_memory() {
     let Some(ctx) = common::gpu() else { return };
-    for policy in ["fdsr:budget=2", "uniform:2"] {
+    for policy in ["fdsr:budget=4", "uniform:2"] {
         let mut cfg = config(ModelName::Tiny, OptKind::Sgd);
         cfg.policy = Some(policy.parse().unwrap());
         cfg.epochs = 3;
@@ -151,7 +151,7 @@ fn mask_aware_storage_keeps_zero_masks_of_pooled_relu_outputs() {
 #[test]
 fn the_controller_probes_and_allocates_per_tensor_budgets() {
     let Some(ctx) = common::gpu() else { return };
-    let mut low = probed(&ctx, "fdsr:budget=1,mask", 2, 4);
+    let mut low = probed(&ctx, "fdsr:budget=4,mask", 2, 4);
     let mut high = probed(&ctx, "fdsr:budget=8,mask", 2, 4);
     let (dl, dh) =
         (low.controller.as_mut().unwrap().take_decisions(), high.controller.as_mut().unwrap().take_decisions());

@@ -8,7 +8,7 @@ await browserTest(async ({ page, base, fail }) => {
   const t0 = Date.now();
   // SwiftShader is slow (seconds per step): the test says how far it is each minute and gives
   // a hung page up after 40 minutes.
-  await page.goto(`${base}/demo.html#model=tiny&policy=fdsr&budget=2&batch=8`);
+  await page.goto(`${base}/demo.html#model=tiny&policy=fdsr&budget=4&batch=8`);
   const done = () => window.fdsrDemoError || (window.fdsrDemo && (window.fdsrDemo.error || window.fdsrDemo.steps >= 20));
   for (let waited = 0; !(await page.evaluate(done)); waited += 5) {
     if (waited >= 2400) throw new Error(`only ${await page.evaluate(() => window.fdsrDemo?.steps ?? 0)} steps after 40 minutes`);

@@ -60,7 +60,7 @@ export async function browserTest(body) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { base } = await serve(Number(process.argv[2] ?? 8080));
-  console.log(`visualizer: ${base}/demo.html   (settings in the hash, e.g. ${base}/demo.html#model=tiny&policy=fdsr&budget=2)`);
+  console.log(`visualizer: ${base}/demo.html   (settings in the hash, e.g. ${base}/demo.html#model=tiny&policy=fdsr&budget=4)`);
   console.log(`smoke test: ${base}/index.html`);
   console.log('Ctrl-C stops the server.');
 }

@@ -52,7 +52,7 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { model: ModelName::Tiny, policy: PolicyKind::Fdsr, budget: 2.0, lr: 0.02, batch: 32, reuse: false }
+        Settings { model: ModelName::Tiny, policy: PolicyKind::Fdsr, budget: 4.0, lr: 0.02, batch: 32, reuse: false }
     }
 }
 

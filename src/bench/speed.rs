@@ -8,7 +8,7 @@ use crate::codec::config::{CodecOptions, Policy};
 use crate::codec::resident::{record_decode, record_encode};
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, storage_init, storage_zeroed, uniform};
-use crate::gpu::{Category, GpuContext};
+use crate::gpu::{Category, GpuContext, Timings};
 use std::time::Instant;
 
 /// Median seconds per run of each measured operation.
@@ -117,4 +117,19 @@ pub async fn measure(
         ratio,
         file_ratio,
     })
+}
+
+/// GPU time per kernel entry point of one device-resident encode and decode of `x` (empty
+/// without timestamp queries).
+pub async fn kernel_times(ctx: &GpuContext, shape: &[usize], x: &[f32], policy: &Policy) -> Result<Timings> {
+    let input = storage_init(ctx, "bench input", bytemuck::cast_slice(x));
+    let (out, acc) = (storage_zeroed(ctx, "bench output", (x.len() * 4) as u64), storage_zeroed(ctx, "totals", 16));
+    if !ctx.profiler.enable(&ctx.device) {
+        return Ok(Timings::default());
+    }
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let r = record_encode(ctx, &mut enc, &input, shape, policy, &CodecOptions::default(), Category::Workspace, &acc)?;
+    record_decode(ctx, &mut enc, &r, &out)?;
+    ctx.queue.submit([enc.finish()]);
+    ctx.profiler.collect(ctx).await
 }

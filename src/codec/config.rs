@@ -49,6 +49,12 @@ pub struct FdsrConfig {
     /// [`super::alloc::GRAD_COHERENT_WEIGHT`] times its energy, since its bias adds up in weight
     /// gradients where rounding noise averages out.
     pub grad_aware: bool,
+    /// Accuracy-following budget (`,auto`): in training the budget controller may raise the
+    /// total above the budget when the probe's gradient error is high (and lower it when low).
+    /// Off by default: the budget is then a bound on every step's stored bytes.
+    pub auto: bool,
+    /// The budget was given as a ratio `R` (`ratio=R`, the budget `32 / R`): printed that way.
+    pub ratio: Option<f64>,
 }
 
 /// Default number of leading zig-zag coefficients a signature projects.
@@ -112,6 +118,8 @@ impl Default for FdsrConfig {
             reuse: None,
             mask_aware: false,
             grad_aware: false,
+            auto: false,
+            ratio: None,
         }
     }
 }
@@ -185,14 +193,15 @@ impl Policy {
 
 impl FromStr for Policy {
     type Err = FdsrError;
-    /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B` or `fdsr:bits=8,4,3,2`;
-    /// the `fdsr` forms take trailing flags `,mask` (mask-aware), `,grad` (gradient-aware
-    /// allocation) and `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:mask`, `fdsr:reuse`, …).
+    /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B`, `fdsr:ratio=R` (the
+    /// budget `32 / R`) or `fdsr:bits=8,4,3,2`; the `fdsr` forms take trailing flags `,mask`
+    /// (mask-aware), `,grad` (gradient-aware allocation), `,auto` (accuracy-following budget) and
+    /// `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:mask`, `fdsr:reuse`, …).
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
         let bad = || {
             FdsrError::InvalidConfig(format!(
-                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:bits=D,L,M,H][,mask][,grad][,reuse[=K/B/R]])"
+                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:ratio=R|:bits=D,L,M,H][,mask][,grad][,auto][,reuse[=K/B/R]])"
             ))
         };
         let p = match (name, arg) {
@@ -207,14 +216,21 @@ impl FromStr for Policy {
                     match flag.split_once('=').map_or((flag, None), |(k, v)| (k, Some(v))) {
                         ("mask", None) => c.mask_aware = true,
                         ("grad", None) => c.grad_aware = true,
+                        ("auto", None) => c.auto = true,
                         ("reuse", v) => c.reuse = Some(v.map_or(Ok(ReuseConfig::default()), ReuseConfig::parse)?),
                         _ => return Err(bad()),
                     }
                 }
-                if a.is_empty() && (c.reuse.is_some() || c.mask_aware || c.grad_aware) {
+                if a.is_empty() && (c.reuse.is_some() || c.mask_aware || c.grad_aware || c.auto) {
                     // `fdsr:reuse`, `fdsr:mask`, `fdsr:grad`: default bits.
                 } else if let Some(b) = a.strip_prefix("budget=") {
                     c.bits = BitChoice::Budget(b.parse().map_err(|_| bad())?);
+                } else if let Some(r) = a.strip_prefix("ratio=") {
+                    let r: f64 = r.parse().map_err(|_| bad())?;
+                    if !(r.is_finite() && r >= 1.0) {
+                        return Err(FdsrError::InvalidConfig(format!("ratio {r} must be at least 1 (fp32)")));
+                    }
+                    (c.bits, c.ratio) = (BitChoice::Budget(32.0 / r), Some(r));
                 } else if let Some(b) = a.strip_prefix("bits=") {
                     c.bits = BitChoice::Fixed(parse_list(b)?);
                 } else {
@@ -250,7 +266,7 @@ fn split_flags(a: &str) -> (&str, Vec<&str>) {
 
 /// Whether a comma-separated piece of an `fdsr` policy is one of its flags.
 fn is_flag(piece: &str) -> bool {
-    piece == "mask" || piece == "grad" || piece == "reuse" || piece.starts_with("reuse=")
+    piece == "mask" || piece == "grad" || piece == "auto" || piece == "reuse" || piece.starts_with("reuse=")
 }
 
 /// Splits a comma-separated list of policies, keeping the commas that belong to one policy
@@ -293,9 +309,10 @@ impl fmt::Display for Policy {
             Policy::Uniform { bits } => write!(f, "uniform:{bits}"),
             Policy::Division => write!(f, "division"),
             Policy::Fdsr(c) => {
-                match &c.bits {
-                    BitChoice::Budget(b) => write!(f, "fdsr:budget={b}")?,
-                    BitChoice::Fixed(b) => {
+                match (&c.bits, c.ratio) {
+                    (BitChoice::Budget(_), Some(r)) => write!(f, "fdsr:ratio={r}")?,
+                    (BitChoice::Budget(b), None) => write!(f, "fdsr:budget={b}")?,
+                    (BitChoice::Fixed(b), _) => {
                         let s: Vec<String> = b.iter().map(u8::to_string).collect();
                         write!(f, "fdsr:bits={}", s.join(","))?
                     }
@@ -305,6 +322,9 @@ impl fmt::Display for Policy {
                 }
                 if c.grad_aware {
                     write!(f, ",grad")?;
+                }
+                if c.auto {
+                    write!(f, ",auto")?;
                 }
                 match c.reuse {
                     None => Ok(()),
@@ -358,6 +378,8 @@ mod tests {
             "fdsr:bits=8,4,2,0,mask",
             "fdsr:budget=2,mask,reuse",
             "fdsr:budget=2,mask,grad",
+            "fdsr:ratio=16,mask,grad",
+            "fdsr:ratio=12.5,mask,grad,auto",
         ] {
             let p: Policy = s.parse().unwrap();
             assert_eq!(p.to_string(), s);
@@ -365,6 +387,11 @@ mod tests {
         assert_eq!("fdsr:reuse".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
         assert_eq!("fdsr:budget=2,reuse=16/16".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
         assert_eq!("fdsr:mask".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,mask");
+        assert_eq!("fdsr:ratio=16".parse::<Policy>().unwrap(), {
+            let mut c = FdsrConfig { ratio: Some(16.0), ..Default::default() };
+            c.bits = BitChoice::Budget(2.0);
+            Policy::Fdsr(c)
+        });
         assert_eq!("fdsr:budget=2,reuse,mask".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,mask,reuse");
         for bad in [
             "uniform:9",
@@ -379,6 +406,9 @@ mod tests {
             "fdsr:budget=2,reuse=16",
             "fdsr:budget=2,reusex",
             "fdsr:budget=2,mask=1",
+            "fdsr:ratio=0.5",
+            "fdsr:ratio=x",
+            "fdsr:budget=2,auto=1",
         ] {
             assert!(bad.parse::<Policy>().is_err(), "{bad} should be rejected");
         }

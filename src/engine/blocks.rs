@@ -26,7 +26,7 @@ impl Layer for Relu {
         let (y, mask) = ops::relu_forward(p.ctx, p.enc, &x)?;
         if p.train {
             self.len = mask.len;
-            p.saved.save(self.id, 0, &format!("relu{}.mask", self.id), &mask.words, Kind::Packed);
+            p.save(self.id, 0, &format!("relu{}.mask", self.id), &mask.words, Kind::Packed)?;
         }
         Ok(y.with_sign(Sign::Masked(Box::new(mask.words))))
     }
@@ -58,7 +58,7 @@ impl Layer for MaxPool2 {
         if p.train {
             self.input_shape = x.shape().to_vec();
             self.index_len = index.len;
-            p.saved.save(self.id, 0, &format!("maxpool{}.index", self.id), &index.words, Kind::Packed);
+            p.save(self.id, 0, &format!("maxpool{}.index", self.id), &index.words, Kind::Packed)?;
         }
         // The maximum of non-negative values is non-negative (its zero mask is another one).
         let sign = if matches!(x.sign(), Sign::Any) { Sign::Any } else { Sign::NonNegative };

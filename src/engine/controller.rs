@@ -1,11 +1,14 @@
-//! The accuracy-aware budget controller of `fdsr` (DESIGN.md §2.6). Every `every` steps a probe
-//! computes one batch's weight gradients twice, from exact and from compressed activations (for
-//! any lossy policy: the measurement alone is logged for the others). The average budget follows their relative error (above `high`: ×`raise`; below `low`: ÷`lower`),
-//! and the budget is shared out per saved tensor to minimize `Σ_l κ_l·E_l(b_l)` under
-//! `Σ_l n_l·b_l ≤ budget·Σ_l n_l`, where `E_l(b)` is the codec's estimated error of tensor `l` at
-//! `b` bits per value (bits per band chosen by [`choose_bits`] from its last analysis) and the
-//! sensitivity `κ_l = r_l² / E_l(b_used)` is calibrated by the probe (`r_l` the relative error
-//! of the gradient of the layer's weight). Every decision is kept for the metrics log.
+//! The budget controller of `fdsr` (DESIGN.md §2.6). Every `every` steps a probe computes weight
+//! gradients twice, from exact and from compressed activations (for any lossy policy: the
+//! measurement alone is logged for the others). Under a budget the average bits per compressed
+//! value are the step's plan (the budget less what masks and exact tensors take) and the
+//! controller shares them out per saved tensor to minimize `Σ_l κ_l·E_l(b_l)` under
+//! `Σ_l n_l·b_l ≤ average·Σ_l n_l`, where `E_l(b)` is the codec's estimated error of tensor `l`
+//! at `b` bits per value (bits per band chosen by [`choose_bits`] from its last analysis) and
+//! the sensitivity `κ_l = r_l² / E_l(b_used)` is calibrated by the probe (`r_l` the relative
+//! error of the gradient of the layer's weight): the total never moves. Only an `,auto` policy
+//! lets the average follow the error (above `high`: ×`raise`; below `low`: ÷`lower`). Every
+//! decision is kept for the metrics log.
 
 use std::collections::HashMap;
 
@@ -123,8 +126,11 @@ pub struct Decision {
 pub struct Controller {
     /// Configuration.
     pub config: ControllerConfig,
-    /// Average budget now (`None`: the policy has none, the controller only measures).
+    /// Average bits per compressed value since the last probe (`None`: not yet probed, or a
+    /// policy without a budget, which the controller only measures).
     pub budget: Option<f64>,
+    adaptive: bool,
+    auto: bool,
     budgets: HashMap<String, f64>,
     decisions: Vec<Decision>,
 }
@@ -143,23 +149,22 @@ struct Item<'a> {
 }
 
 impl Controller {
-    /// A controller for a lossy `policy` (`None` for fp32 and `lossless`). It adapts budgets
-    /// only for `fdsr` under a budget; for the others its probes only measure the gradient error.
+    /// A controller for a lossy `policy` (`None` for fp32 and `lossless`). It shares out budgets
+    /// only for `fdsr` under a budget (moving the total only with `,auto`); for the others its
+    /// probes only measure the gradient error.
     pub fn for_policy(policy: Option<&Policy>, config: ControllerConfig) -> Result<Option<Controller>> {
         config.validate()?;
-        let budget = match policy {
+        let (adaptive, auto) = match policy {
             None | Some(Policy::Lossless) => return Ok(None),
-            Some(Policy::Fdsr(FdsrConfig { bits: BitChoice::Budget(b), .. })) => {
-                Some(b.clamp(config.min_budget, config.max_budget))
-            }
-            Some(_) => None,
+            Some(Policy::Fdsr(c @ FdsrConfig { bits: BitChoice::Budget(_), .. })) => (true, c.auto),
+            Some(_) => (false, false),
         };
-        Ok(Some(Controller { config, budget, budgets: HashMap::new(), decisions: Vec::new() }))
+        Ok(Some(Controller { config, budget: None, adaptive, auto, budgets: HashMap::new(), decisions: Vec::new() }))
     }
 
-    /// Whether it moves budgets (`fdsr` under a budget) rather than only measuring.
+    /// Whether it shares out budgets (`fdsr` under a budget) rather than only measuring.
     pub fn adaptive(&self) -> bool {
-        self.budget.is_some()
+        self.adaptive
     }
 
     /// Whether `step` is a probe step.
@@ -177,9 +182,10 @@ impl Controller {
         std::mem::take(&mut self.decisions)
     }
 
-    /// Updates the budget and the allocation from a probe at `step`: `grads` of every weight,
-    /// `records` of the probed step's saved tensors.
-    pub fn update(&mut self, step: u64, grads: &[GradPair], records: &[TensorRecord]) -> Decision {
+    /// Updates the allocation (and with `,auto` the average) from a probe at `step`: `grads` of
+    /// every weight, `records` of the probed pass's saved tensors, `average` the step plan's
+    /// bits per compressed value (the total the allocation keeps unless `,auto` moves it).
+    pub fn update(&mut self, step: u64, grads: &[GradPair], records: &[TensorRecord], average: f64) -> Decision {
         let rel: HashMap<&str, f64> = grads.iter().map(|g| (g.name.as_str(), g.relative())).collect();
         let probed: Vec<f64> =
             records.iter().filter_map(|r| weight_of(&r.name)).filter_map(|w| rel.get(w.as_str()).copied()).collect();
@@ -190,15 +196,17 @@ impl Controller {
         };
         let before = self.budget;
         let c = self.config;
-        if let Some(b) = self.budget.as_mut() {
-            if grad_error > c.high {
-                *b = (*b * c.raise).min(c.max_budget);
-            } else if grad_error < c.low {
-                *b = (*b / c.lower).max(c.min_budget);
+        if self.adaptive {
+            let mut b = if self.auto { self.budget.unwrap_or(average) } else { average };
+            if self.auto && grad_error > c.high {
+                b = (b * c.raise).min(c.max_budget.max(average));
+            } else if self.auto && grad_error < c.low {
+                b = (b / c.lower).max(c.min_budget.min(average));
             }
-        }
-        if let Some(b) = self.budget {
-            self.budgets = self.allocate(b, &rel, records);
+            self.budget = Some(b);
+            if let Some(budgets) = self.allocate(b, &rel, records) {
+                self.budgets = budgets;
+            }
         }
         let mut budgets: Vec<(String, f64)> = self.budgets.iter().map(|(k, v)| (k.clone(), *v)).collect();
         budgets.sort_by(|a, b| a.0.cmp(&b.0));
@@ -248,7 +256,7 @@ impl Controller {
             "none" => None,
             b => Some(b.parse::<f64>().map_err(|_| bad())?),
         };
-        if budget.is_some() != self.adaptive() {
+        if budget.is_some() && !self.adaptive() {
             return Err(bad());
         }
         let mut map = HashMap::new();
@@ -261,24 +269,31 @@ impl Controller {
         Ok(())
     }
 
-    /// Levels from the least to the largest budget, [`LEVEL_STEP`] apart.
+    /// Levels from the codec's least budget to twice the largest, [`LEVEL_STEP`] apart.
     fn levels(&self) -> Vec<f64> {
-        let (lo, hi) = (self.config.min_budget, self.config.max_budget);
+        let (lo, hi) = (MIN_CODEC_BUDGET, 2.0 * self.config.max_budget);
         let n = ((hi - lo) / LEVEL_STEP).floor() as usize;
         (0..=n).map(|i| lo + i as f64 * LEVEL_STEP).collect()
     }
 
-    /// Greedy allocation: every tensor starts at the least level; the step of best error
-    /// reduction per bit is taken while the average stays within the budget.
-    fn allocate(&self, budget: f64, rel: &HashMap<&str, f64>, records: &[TensorRecord]) -> HashMap<String, f64> {
+    /// Greedy allocation: every tensor starts at its least level within `budget / MAX_SPREAD`
+    /// that its metadata allows; the step of best error reduction per bit is taken while the
+    /// total stays within `budget` per value. `None` when even the start does not fit.
+    fn allocate(
+        &self,
+        budget: f64,
+        rel: &HashMap<&str, f64>,
+        records: &[TensorRecord],
+    ) -> Option<HashMap<String, f64>> {
         let levels = self.levels();
         let mut items = Vec::new();
         let mut kappa = Vec::new();
         for r in records {
             let (Some(a), Some(used)) = (&r.analysis, r.budget) else { continue };
-            let own_mask = if r.own_mask { 1.0 } else { 0.0 };
-            let err_at =
-                |b: f64| choose_bits(a, (b - own_mask).max(MIN_CODEC_BUDGET)).ok().map(|bits| total_error(a, &bits));
+            // As the store does: an own mask takes one bit of the budget where that leaves the codec
+            // its least, else the tensor goes without one.
+            let codec = |b: f64| if r.own_mask && b - 1.0 >= MIN_CODEC_BUDGET { b - 1.0 } else { b };
+            let err_at = |b: f64| choose_bits(a, codec(b)).ok().map(|bits| total_error(a, &bits));
             let errors: Vec<Option<f64>> = levels.iter().map(|&b| err_at(b)).collect();
             let e_used = choose_bits(a, used).ok().map(|bits| total_error(a, &bits));
             let r_l = weight_of(&r.name).and_then(|w| rel.get(w.as_str()).copied());
@@ -324,7 +339,8 @@ impl Controller {
             at[k] += 1;
             spent += items[k].numel * LEVEL_STEP;
         }
-        items.iter().zip(&at).map(|(i, &l)| (i.name.to_string(), levels[l])).collect()
+        (spent <= allowed + 1e-9)
+            .then(|| items.iter().zip(&at).map(|(i, &l)| (i.name.to_string(), levels[l])).collect())
     }
 }
 

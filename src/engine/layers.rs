@@ -27,6 +27,15 @@ pub struct Pass<'a> {
     pub quant: Option<&'a QuantPlan>,
 }
 
+impl Pass<'_> {
+    /// Keeps `t` for the backward of `layer` in `slot` and records its encoding at once, so the
+    /// fp32 form lives no longer than the op that saved it needs it.
+    pub fn save(&mut self, layer: usize, slot: u8, name: &str, t: &Tensor, kind: Kind) -> Result<()> {
+        self.saved.save(layer, slot, name, t, kind);
+        self.saved.flush(self.ctx, self.enc)
+    }
+}
+
 /// A layer of a model.
 pub trait Layer {
     /// Records the forward pass of `x`; in training it saves what backward needs.
@@ -153,7 +162,7 @@ impl Layer for Conv2d {
         if p.train {
             self.wq = wq;
             self.geom = Some(ConvGeom::of(keep.shape(), self.weight.value.shape(), self.stride, self.pad)?);
-            p.saved.save(self.id, 0, &format!("{}.input", self.name), &keep, Kind::Dense);
+            p.save(self.id, 0, &format!("{}.input", self.name), &keep, Kind::Dense)?;
         }
         Ok(y)
     }
@@ -225,7 +234,7 @@ impl Layer for Linear {
         let y = gemm::linear_forward(p.ctx, p.enc, &x, w, Some(&self.bias.value))?;
         if p.train {
             self.wq = wq;
-            p.saved.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense);
+            p.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense)?;
         }
         Ok(y)
     }
@@ -293,7 +302,7 @@ impl Layer for BatchNorm2d {
             return ops::batchnorm_eval_forward(p.ctx, p.enc, &x, &bn);
         }
         let (y, stats) = ops::batchnorm_train_forward(p.ctx, p.enc, &x, &bn)?;
-        p.saved.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense);
+        p.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense)?;
         self.stats = Some(stats);
         Ok(y)
     }

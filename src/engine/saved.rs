@@ -4,8 +4,8 @@
 //! Without a policy, tensors stay on the device as they are (fp32). With one, dense 4-D
 //! activations ([`compressible`]) are queued by [`SavedActivations::save`] and encoded by
 //! [`SavedActivations::flush`] into device-resident regions ([`crate::codec::resident`]),
-//! recorded into the caller's command encoder right after the layer that produced them; their
-//! fp32 buffers return to the pool at once. [`SavedActivations::restore_since`] records the
+//! recorded into the caller's command encoder right after the op that saved them
+//! (`Pass::save` does both); their fp32 buffers return to the pool at once. [`SavedActivations::restore_since`] records the
 //! decode of a group straight into pooled device tensors before its backward. Nothing of an
 //! activation, and no per-tensor metadata, crosses to the host: the bits are chosen on the
 //! device, and what only the device knows (bytes written, reuse counts, the allocation's
@@ -27,8 +27,10 @@ use crate::codec::resident::{record_decode, record_encode, Resident};
 use crate::error::{FdsrError, Result};
 use crate::gpu::{Category, GpuContext};
 
+pub mod plan;
 mod records;
 mod stats;
+pub use plan::{Plan, PlanItem};
 pub use records::PendingRecord;
 pub use stats::{SavedStats, TensorRecord};
 
@@ -63,10 +65,12 @@ struct Pending {
     tensor: Tensor,
 }
 
-/// A device-resident stored tensor and the mask that its decode re-applies.
+/// A device-resident stored tensor (of the fp32 tensor with id `tensor`) and the mask that its
+/// decode re-applies.
 struct Stored {
     seq: u64,
     key: Key,
+    tensor: u64,
     resident: Resident,
     mask: Option<BitMask>,
 }
@@ -88,6 +92,10 @@ pub struct SavedActivations {
     records: Vec<PendingRecord>,
     /// Images of the whole batch and of the batch seen, for which tensors are compressed.
     share: Option<(usize, usize)>,
+    /// The step plan's budgets, where the controller has set none.
+    plan_budgets: HashMap<String, f64>,
+    /// A recorder's list of what was saved (with the tensors, to find second saves).
+    recording: Option<Vec<(PlanItem, Tensor)>>,
 }
 
 impl SavedActivations {
@@ -102,6 +110,34 @@ impl SavedActivations {
             p.validate()?;
         }
         Ok(SavedActivations { policy, ..Default::default() })
+    }
+
+    /// A store that keeps nothing and records what a forward saves ([`Self::take_plan_items`]).
+    pub fn recorder() -> Self {
+        SavedActivations { recording: Some(Vec::new()), ..Default::default() }
+    }
+
+    /// What a [`Self::recorder`] saw, in save order.
+    pub fn take_plan_items(&mut self) -> Vec<PlanItem> {
+        self.recording.take().unwrap_or_default().into_iter().map(|r| r.0).collect()
+    }
+
+    /// The step plan's per-tensor budgets, used where the controller has set none.
+    pub fn set_plan_budgets(&mut self, budgets: HashMap<String, f64>) {
+        self.plan_budgets = budgets;
+    }
+
+    /// A store with `other`'s policy and budgets (the probe's compressed pass).
+    pub fn like(other: &SavedActivations) -> Result<Self> {
+        let mut s = Self::with_policy(other.policy.clone())?;
+        s.budgets = other.budgets.clone();
+        s.plan_budgets = other.plan_budgets.clone();
+        Ok(s)
+    }
+
+    /// The budget of tensor `name`: the controller's, else the plan's, else the policy's.
+    fn budget_of(&self, name: &str, policy: f64) -> f64 {
+        self.budgets.get(name).or_else(|| self.plan_budgets.get(name)).copied().unwrap_or(policy)
     }
 
     /// Whether dense activations are compressed.
@@ -160,6 +196,11 @@ impl SavedActivations {
     /// Keeps `t` for the backward of `layer` in `slot` (replacing what was there); `name` says
     /// which layer and what (`conv2.input`) in the records.
     pub fn save(&mut self, layer: usize, slot: u8, name: &str, t: &Tensor, kind: Kind) {
+        if let Some(rec) = &mut self.recording {
+            let alias = rec.iter().any(|(_, s)| s.id() == t.id());
+            rec.push((PlanItem { name: name.to_string(), shape: t.shape().to_vec(), kind, alias }, t.clone()));
+            return;
+        }
         t.set_category(Category::SavedActivations);
         let bytes = t.numel() as u64 * 4;
         self.stats.tensors += 1;
@@ -168,7 +209,8 @@ impl SavedActivations {
             Kind::Dense if self.compresses_shape(t.shape()) => {
                 // A tensor saved twice in one group (a residual block's input, by its first
                 // conv and its projection) is stored and counted once.
-                if let Some(orig) = self.pending.iter().find(|p| p.tensor.same_buffer(t)).map(|p| p.key) {
+                let pending = self.pending.iter().find(|p| p.tensor.id() == t.id()).map(|p| p.key);
+                if let Some(orig) = pending.or_else(|| self.stored.iter().find(|s| s.tensor == t.id()).map(|s| s.key)) {
                     self.aliases.push(((layer, slot), orig));
                     return;
                 }
@@ -202,7 +244,7 @@ impl SavedActivations {
         let mut p = self.policy.clone()?;
         if let Policy::Fdsr(c) = &mut p {
             if let BitChoice::Budget(b) = &mut c.bits {
-                *b = self.budgets.get(name).copied().unwrap_or(*b) - if own_mask { 1.0 } else { 0.0 };
+                *b = self.budget_of(name, *b) - if own_mask { 1.0 } else { 0.0 };
             }
         }
         Some(p)
@@ -221,7 +263,7 @@ impl SavedActivations {
     ) -> Result<Option<(BitMask, bool)>> {
         let Some(Policy::Fdsr(c)) = &self.policy else { return Ok(None) };
         let room = match c.bits {
-            BitChoice::Budget(b) => self.budgets.get(name).copied().unwrap_or(b) - 1.0 >= MIN_CODEC_BUDGET,
+            BitChoice::Budget(b) => self.budget_of(name, b) - 1.0 >= MIN_CODEC_BUDGET,
             BitChoice::Fixed(_) => true,
         };
         Ok(match t.sign() {
@@ -272,7 +314,7 @@ impl SavedActivations {
                 self.stats.stored_bytes += mask_bytes;
             }
             self.records.push(PendingRecord::stored(&name, key.0, &r, &policy, own_mask, mask_bytes));
-            self.stored.push(Stored { seq, key, resident: r, mask: mask.map(|m| m.0) });
+            self.stored.push(Stored { seq, key, tensor: t.id(), resident: r, mask: mask.map(|m| m.0) });
         }
         Ok(())
     }

@@ -15,9 +15,13 @@ pub const USAGE: wgpu::BufferUsages = crate::gpu::STORAGE_USAGE;
 #[derive(Clone)]
 pub struct Tensor {
     buf: Arc<PooledBuffer>,
+    id: u64,
     shape: Vec<usize>,
     sign: Sign,
 }
+
+/// The id of the next tensor made: every allocation gets its own, never reused.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// What is known of the sign of a tensor's values, for mask-aware storage of saved activations.
 #[derive(Clone, Debug, Default)]
@@ -51,6 +55,7 @@ impl Tensor {
         let bytes = (numel(shape) as u64 * 4).max(4);
         Tensor {
             buf: Arc::new(ctx.pool.get(&ctx.device, category, bytes, USAGE)),
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             shape: shape.to_vec(),
             sign: Sign::Any,
         }
@@ -102,9 +107,10 @@ impl Tensor {
         self
     }
 
-    /// Whether `other` shares this tensor's buffer (a clone or a reshape of it).
-    pub fn same_buffer(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.buf, &other.buf)
+    /// An id shared by this tensor's clones and reshapes and by no other tensor, ever (unlike
+    /// its buffer, which the pool hands out again once it is dropped).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The device buffer (it may be larger than the tensor).
@@ -122,7 +128,7 @@ impl Tensor {
         if numel(shape) != self.numel() {
             return Err(FdsrError::InvalidTensor(format!("cannot reshape {:?} to {shape:?}", self.shape)));
         }
-        Ok(Tensor { buf: self.buf.clone(), shape: shape.to_vec(), sign: self.sign.clone() })
+        Ok(Tensor { buf: self.buf.clone(), id: self.id, shape: shape.to_vec(), sign: self.sign.clone() })
     }
 
     /// Reads the values back (submits nothing itself: work recorded in an unsubmitted encoder is not

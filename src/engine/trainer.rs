@@ -13,7 +13,7 @@ use super::optim::{OptConfig, Optimizer, Schedule};
 use super::precision::{Precision, PrecisionRun, QuantPlan};
 use super::saved::SavedActivations;
 use super::tensor::Tensor;
-use crate::codec::config::Policy;
+use crate::codec::config::{BitChoice, Policy};
 use crate::data::Dataset;
 use crate::error::{FdsrError, Result};
 use crate::gpu::{Category, GpuContext};
@@ -132,6 +132,8 @@ pub struct Trainer {
     pub controller: Option<Controller>,
     /// The precision policy of conv and linear compute and its BitOPs count.
     pub precision: PrecisionRun,
+    /// The step plan under an `fdsr` budget, with the batch it was made for.
+    pub plan: Option<(usize, super::saved::Plan)>,
     /// Training steps taken (global, across epochs).
     pub step: u64,
     sums: Tensor,
@@ -161,6 +163,7 @@ impl Trainer {
             saved,
             controller,
             precision,
+            plan: None,
             step: 0,
             sums,
             summed_images: 0,
@@ -233,14 +236,17 @@ impl Trainer {
     }
 
     /// Runs one training step on `images` (`[n, 1, 32, 32]` values) and `labels`: uploads, then
-    /// per top-level layer records its forward and the encoding of what it saved into one
-    /// submit; loss; per layer in reverse, the decoding of what it saved and its backward in one
+    /// per top-level layer records its forward, each saved tensor's encoding right after the op
+    /// that saved it, into one submit; loss; per layer in reverse, the decoding of what it saved and its backward in one
     /// submit; the update. Nothing is read back and the host never waits. On the controller's
     /// probe steps a probe runs first ([`Self::probe`]).
     pub async fn step(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8], lr: f32) -> Result<()> {
         let n = labels.len();
         let plan = self.precision.plan(self.config.seed as u32, self.step);
         let quant = plan.as_ref();
+        if self.plan.as_ref().is_none_or(|p| p.0 != n) {
+            self.make_plan(ctx, images, n, quant).await?;
+        }
         if self.controller.as_ref().is_some_and(|c| c.due(self.step)) {
             self.probe(ctx, images, labels, quant).await?;
         }
@@ -284,9 +290,7 @@ impl Trainer {
             marks.push(store.mark());
             let model = &mut self.model;
             h = record(ctx, "forward", |enc| {
-                let out = model.forward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, h)?;
-                store.flush(ctx, enc)?;
-                Ok(out)
+                model.forward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, h)
             })
             .await?;
         }
@@ -338,8 +342,7 @@ impl Trainer {
             let mut store = if exact {
                 SavedActivations::new()
             } else {
-                let mut s = SavedActivations::with_policy(self.saved.policy().cloned())?;
-                s.set_budgets(self.saved.budgets().clone());
+                let mut s = SavedActivations::like(&self.saved)?;
                 s.set_batch_share(labels.len(), n);
                 s
             };
@@ -358,10 +361,52 @@ impl Trainer {
         .await?;
         let pairs: Vec<GradPair> =
             grads[0].iter().zip(&grads[1]).map(|((name, e), (_, c))| GradPair::new(name, e, c)).collect();
+        let average = self.plan.as_ref().map_or(0.0, |p| p.1.average);
         if let Some(c) = self.controller.as_mut() {
-            c.update(self.step, &pairs, &records);
+            c.update(self.step, &pairs, &records, average);
             self.saved.set_budgets(c.budgets().clone());
         }
+        Ok(())
+    }
+
+    /// The step plan under an `fdsr` budget (None for other policies): what a one-image forward
+    /// saves, scaled to `batch`, shared out so that the step stays under the budget
+    /// ([`super::saved::plan`]). Batch-norm state is put back afterwards.
+    async fn make_plan(
+        &mut self,
+        ctx: &GpuContext,
+        images: &[f32],
+        batch: usize,
+        quant: Option<&QuantPlan>,
+    ) -> Result<()> {
+        let Some(Policy::Fdsr(cfg)) = self.saved.policy().cloned() else { return Ok(()) };
+        let BitChoice::Budget(budget) = cfg.bits else { return Ok(()) };
+        let per = images.len() / batch.max(1);
+        let model = &mut self.model;
+        let kept = record(ctx, "plan snapshot", |enc| Ok(snapshot_state(ctx, enc, model))).await?;
+        let mut h = Tensor::from_slice(
+            ctx,
+            &images[..per],
+            &[1, 1, super::model::INPUT_SIDE, super::model::INPUT_SIDE],
+            Category::Workspace,
+        )?;
+        let mut rec = SavedActivations::recorder();
+        for i in 0..self.model.layer_count() {
+            let model = &mut self.model;
+            h = record(ctx, "plan", |enc| {
+                model.forward_layer(i, &mut Pass { ctx, enc, saved: &mut rec, train: true, quant }, h)
+            })
+            .await?;
+        }
+        record(ctx, "plan restore", |enc| {
+            restore_state(enc, &kept);
+            Ok(())
+        })
+        .await?;
+        let label = Policy::Fdsr(cfg).to_string();
+        let p = super::saved::plan::plan(&rec.take_plan_items(), batch, budget, ctx.max_binding_bytes(), &label)?;
+        self.saved.set_plan_budgets(p.budgets.clone());
+        self.plan = Some((batch, p));
         Ok(())
     }
 

@@ -78,6 +78,9 @@ enum What {
         /// Timed repetitions (after one warm-up).
         #[arg(long, default_value_t = 3)]
         reps: usize,
+        /// Also print the GPU time of each kernel of one encode and decode (timestamp queries).
+        #[arg(long)]
+        kernels: bool,
     },
 }
 
@@ -181,7 +184,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                 .collect();
             println!("{}", serde_json::json!({ "model": model.to_string(), "cap_mib": cap_mib, "rows": json }));
         }
-        What::Codec { mib, policies, reps } => {
+        What::Codec { mib, policies, reps, kernels } => {
             let (shape, x) = speed::activation(*mib);
             println!("tensor {shape:?}; device-resident encode/decode (training's path, nothing read back) and the");
             println!("file path (compress/decompress with the readback a file needs), each over the copy kernel");
@@ -206,6 +209,14 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                     r.compress_s / c,
                     r.decompress_s / c
                 );
+            }
+            if *kernels {
+                for p in fdsr::codec::config::split_policies(policies) {
+                    let t = pollster::block_on(speed::kernel_times(&ctx, &shape, &x, &p.parse()?))?;
+                    let line: Vec<String> =
+                        t.by_entry.iter().map(|(e, (ns, n))| format!("{e} {:.2} ms ({n})", ns / 1e6)).collect();
+                    println!("{p}: {}", line.join(", "));
+                }
             }
         }
     }

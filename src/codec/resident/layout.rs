@@ -201,6 +201,20 @@ impl DivisionLayout {
     }
 }
 
+/// The least bits an `fdsr` tensor of 4-D `shape` takes on a device binding `max_binding` bytes:
+/// per segment its DC codes, classes and one DC bit per tile (what a budget must leave room for,
+/// headers not counted), and the number of segments.
+pub fn fdsr_least_bits(shape: &[usize], max_binding: u64) -> Result<(u64, u64)> {
+    let [n, c, h, w] = *shape else {
+        return Err(FdsrError::InvalidTensor(format!("the DCT path needs rank 4, got shape {shape:?}")));
+    };
+    let (planes, tpp) = ((n * c) as u64, (h.div_ceil(8) * w.div_ceil(8)) as u64);
+    let segs = segments(planes, (h * w * 4) as u64, max_binding)?;
+    let bits =
+        segs.iter().map(|&(_, p)| 32 * (packed_words(p, 8) + packed_words(p * tpp, 2) + (p * tpp).div_ceil(32))).sum();
+    Ok((bits, segs.len() as u64))
+}
+
 /// Splits `items` (planes or groups) of `item_bytes` input bytes each into segments of at most
 /// `max_bytes` (and [`SEGMENT_MAX_BYTES`]), as (first, count).
 pub fn segments(items: u64, item_bytes: u64, max_bytes: u64) -> Result<Vec<(u64, u64)>> {

@@ -34,26 +34,31 @@ fn record(name: &str, numel: u64, scale: f64) -> TensorRecord {
     }
 }
 
-fn controller(budget: f64) -> Controller {
-    let p: Policy = format!("fdsr:budget={budget}").parse().unwrap();
+fn controller(policy: &str) -> Controller {
+    let p: Policy = policy.parse().unwrap();
     Controller::for_policy(Some(&p), ControllerConfig::default()).unwrap().unwrap()
 }
 
 #[test]
-fn budget_follows_the_gradient_error() {
+fn only_auto_moves_the_total_with_the_gradient_error() {
     let recs = [record("conv1.input", 64 * 64, 1.0)];
-    let mut c = controller(2.0);
     let big = GradPair { name: "conv1.weight".into(), diff2: 1.0, norm2: 1.0 };
-    assert_eq!(c.update(9, &[big], &recs).budget, Some(2.5));
     let small = GradPair { name: "conv1.weight".into(), diff2: 1e-4, norm2: 1.0 };
-    let d = c.update(19, std::slice::from_ref(&small), &recs);
+    // A budget is a bound: the average stays the plan's whatever the error.
+    let mut fixed = controller("fdsr:budget=2");
+    assert_eq!(fixed.update(9, std::slice::from_ref(&big), &recs, 1.75).budget, Some(1.75));
+    assert_eq!(fixed.update(19, std::slice::from_ref(&small), &recs, 1.75).budget, Some(1.75));
+    // `,auto` follows the error from the plan's average.
+    let mut c = controller("fdsr:budget=2,auto");
+    assert_eq!(c.update(9, &[big], &recs, 2.0).budget, Some(2.5));
+    let d = c.update(19, std::slice::from_ref(&small), &recs, 2.0);
     assert!((d.budget.unwrap() - 2.5 / 1.1).abs() < 1e-12, "{d:?}");
     let mid = GradPair { name: "conv1.weight".into(), diff2: 0.04, norm2: 1.0 };
-    assert_eq!(c.update(29, &[mid], &recs).budget, d.budget);
+    assert_eq!(c.update(29, &[mid], &recs, 2.0).budget, d.budget);
     assert_eq!(c.take_decisions().len(), 3);
     assert!(c.take_decisions().is_empty());
     for _ in 0..40 {
-        c.update(0, std::slice::from_ref(&small), &recs);
+        c.update(0, std::slice::from_ref(&small), &recs, 2.0);
     }
     assert_eq!(c.budget, Some(ControllerConfig::default().min_budget));
 }
@@ -61,12 +66,12 @@ fn budget_follows_the_gradient_error() {
 #[test]
 fn the_allocation_favours_sensitive_tensors_and_keeps_the_average() {
     let recs = [record("conv1.input", 64 * 64, 1.0), record("conv2.input", 64 * 64, 1.0)];
-    let mut c = controller(3.0);
+    let mut c = controller("fdsr:budget=3");
     let grads = [
         GradPair { name: "conv1.weight".into(), diff2: 0.04, norm2: 1.0 },
         GradPair { name: "conv2.weight".into(), diff2: 0.0004, norm2: 1.0 },
     ];
-    let d = c.update(9, &grads, &recs);
+    let d = c.update(9, &grads, &recs, 3.0);
     let b: HashMap<_, _> = d.budgets.into_iter().collect();
     assert!(b["conv1.input"] > b["conv2.input"], "{b:?}");
     assert!((b["conv1.input"] + b["conv2.input"]) / 2.0 <= d.budget.unwrap() + 1e-9, "{b:?}");
@@ -75,9 +80,9 @@ fn the_allocation_favours_sensitive_tensors_and_keeps_the_average() {
 #[test]
 fn state_round_trips_and_checks_the_configuration() {
     let recs = [record("conv1.input", 64 * 64, 1.0), record("conv2.input", 64 * 64, 2.0)];
-    let mut c = controller(2.0);
-    c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 0.5, norm2: 1.0 }], &recs);
-    let mut d = controller(2.0);
+    let mut c = controller("fdsr:budget=2");
+    c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 0.5, norm2: 1.0 }], &recs, 2.0);
+    let mut d = controller("fdsr:budget=2");
     d.restore(&c.state()).unwrap();
     assert_eq!((d.budget, d.budgets()), (c.budget, c.budgets()));
     let mut other = Controller::for_policy(
@@ -97,7 +102,7 @@ fn only_budgeted_fdsr_adapts() {
     for p in ["uniform:2", "fdsr:bits=8,4,2,0", "division"] {
         let mut c = Controller::for_policy(Some(&p.parse().unwrap()), cfg).unwrap().unwrap();
         assert!(!c.adaptive(), "{p}");
-        let d = c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 1.0, norm2: 1.0 }], &recs);
+        let d = c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 1.0, norm2: 1.0 }], &recs, 2.0);
         assert_eq!((d.grad_error, d.budget, d.budgets.len()), (1.0, None, 0), "{p}");
     }
     for p in [None, Some("lossless".parse().unwrap())] {
