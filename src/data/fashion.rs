@@ -31,7 +31,7 @@ pub(crate) const PKG: Package = Package {
     parse: parse_class,
 };
 
-/// Where fdsr keeps the converted files, relative to the repository root: `data/fashion-mnist`.
+/// Where fdsr keeps the converted files: `<data_home>/fashion-mnist` (see [`super::data_home`]).
 pub fn default_dir() -> PathBuf {
     super::DatasetName::FashionMnist.default_dir()
 }
