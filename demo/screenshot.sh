@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v xvfb-run >/dev/null || ! command -v import >/dev/null; then
-  echo "skipped: needs xvfb-run and ImageMagick's import (apt-get install xvfb xauth imagemagick)"
-  exit 0
+  # Never a silent pass: scripts/provision.sh installs them (as root).
+  echo "FAILED: needs xvfb-run and ImageMagick's import (apt-get install --no-install-recommends xvfb xauth imagemagick)" >&2
+  exit 1
 fi
 cargo build -q -p fdsr-demo
 bin="${CARGO_TARGET_DIR:-target}/debug/fdsr-demo"

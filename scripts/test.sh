@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# The project's test command (README "Tests"): format, lints on native and wasm32, all tests,
-# then the browser tests when web/ provides them.
+# The project's test command (README "Tests"): provisions what it needs (scripts/provision.sh:
+# Debian packages when run as root, Rust components and targets, wasm-bindgen-cli, npm packages),
+# then format, lints on native and wasm32, type checks for Windows (DX12) and macOS (Metal), all
+# tests, the native visualizer under Xvfb and the browser tests. CI runs it through .ci/run.
 #
 # GPU tests skip with a message when no adapter is found, unless REQUIRE_GPU=1 (CI sets it) turns
-# "no adapter" into a failure. On Debian, `apt-get install mesa-vulkan-drivers` gives the software
-# Vulkan adapter (lavapipe, "llvmpipe").
+# "no adapter" into a failure. On Debian the software Vulkan adapter is lavapipe ("llvmpipe", in
+# mesa-vulkan-drivers, which provisioning installs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 section() { printf '\n==== %s ====\n' "$*"; }
+
+bash scripts/provision.sh
 
 # Mesa's software drivers want a private runtime directory; a bare CI root shell has none.
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
@@ -17,6 +21,9 @@ if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
   export XDG_RUNTIME_DIR
 fi
 
+section "adapter"
+vulkaninfo --summary 2>/dev/null | grep -E 'deviceName|driverName' || echo "vulkaninfo found no Vulkan device"
+
 section "cargo fmt --all --check"
 cargo fmt --all --check
 
@@ -24,11 +31,11 @@ section "cargo clippy (native, all targets, warnings denied)"
 cargo clippy --workspace --all-targets -- -D warnings
 
 section "cargo clippy (wasm32-unknown-unknown, library, warnings denied)"
-if ! grep -qx 'wasm32-unknown-unknown' <<<"$(rustup target list --installed 2>/dev/null || true)"; then
-  echo "the wasm32 target is missing: run 'rustup target add wasm32-unknown-unknown'" >&2
-  exit 1
-fi
 cargo clippy --target wasm32-unknown-unknown -p fdsr -p fdsr-web -p fdsr-demo --lib -- -D warnings
+
+section "cargo check (the library for Windows/DX12 and macOS/Metal)"
+cargo check -p fdsr --lib --target x86_64-pc-windows-msvc
+cargo check -p fdsr --lib --target aarch64-apple-darwin
 
 section "cargo test --workspace (REQUIRE_GPU=${REQUIRE_GPU:-0}; includes naga validation of every shader)"
 cargo test --workspace
@@ -37,10 +44,6 @@ section "native visualizer under Xvfb (demo/screenshot.sh)"
 bash demo/screenshot.sh
 
 section "browser tests (web/test.sh)"
-if [ -f web/test.sh ]; then
-  bash web/test.sh
-else
-  echo "skipped: web/test.sh does not exist yet"
-fi
+bash web/test.sh
 
 section "all checks passed"

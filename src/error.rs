@@ -6,7 +6,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum FdsrError {
     /// No GPU adapter could be found.
-    #[error("no GPU adapter found{detail}; install a driver (on Debian the software Vulkan driver is `apt-get install mesa-vulkan-drivers`) or set WGPU_BACKEND / WGPU_ADAPTER_NAME")]
+    #[error("no GPU adapter found{detail}; install a driver (on Debian the software Vulkan driver is `apt-get install --no-install-recommends mesa-vulkan-drivers`) or set WGPU_BACKEND / WGPU_ADAPTER_NAME")]
     NoAdapter {
         /// Extra context (requested backend or adapter name).
         detail: String,

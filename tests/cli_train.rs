@@ -135,6 +135,8 @@ fn compare_trains_each_policy_side_by_side() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let table = std::fs::read_to_string(out.with_extension("md")).unwrap();
     assert_eq!(table.lines().count(), 6, "{table}");
+    // Only the columns that apply: no precision policy, no reuse; the probes ran.
+    assert!(table.contains("gradient error") && !table.contains("BitOPs") && !table.contains("reuse"), "{table}");
     let rows: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
     assert_eq!(rows[0]["test_accuracy"], rows[1]["test_accuracy"], "lossless equals fp32");

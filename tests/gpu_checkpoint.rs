@@ -96,3 +96,28 @@ fn foreign_checkpoints_are_refused_without_changes() {
     assert!(checkpoint::restore(&ctx, &mut t, &broken).is_err());
     assert_eq!(t.step, 0);
 }
+
+/// A checkpoint written by the hand-written safetensors writer that fdsr had before it used the
+/// `safetensors` crate (commit 1857a6f; the same run as `probed` above, saved after step 3) still
+/// resumes: every tensor lands on the device, and the controller's budgets come back.
+#[test]
+fn checkpoint_written_before_the_crate_still_resumes() {
+    let Some(ctx) = common::gpu() else { return };
+    let bytes = include_bytes!("fixtures/tiny-checkpoint-v1.safetensors");
+    let st = SafeTensors::from_bytes(bytes).unwrap();
+    let mut cfg = config(OptKind::Sgd);
+    cfg.policy = Some("fdsr:budget=2,mask".parse().unwrap());
+    let mut s = session(&ctx, cfg);
+    s.trainer.set_controller(Some(ControllerConfig { every: 2, ..ControllerConfig::default() })).unwrap();
+    checkpoint::restore(&ctx, &mut s.trainer, &st).unwrap();
+    assert_eq!(s.trainer.step, 3);
+    let mut params = Vec::new();
+    s.trainer.model.visit(&mut |p| params.push((p.name.clone(), p.value.clone())));
+    for (name, value) in params {
+        assert_eq!(pollster::block_on(value.to_vec(&ctx)).unwrap(), st.f32(&name).unwrap(), "{name}");
+    }
+    let budgets = s.trainer.controller.as_ref().unwrap().budgets().clone();
+    assert_eq!(budgets.get("layer2.bn.input").copied(), Some(4.0), "{budgets:?}");
+    run_to_end(&ctx, &mut s);
+    assert_eq!(s.trainer.step, 4);
+}

@@ -10,7 +10,8 @@ cargo build -p fdsr-web --lib --target wasm32-unknown-unknown --profile "$profil
 dir="$profile"; [ "$profile" = dev ] && dir=debug
 wasm-bindgen --target web --out-dir web/pkg "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/fdsr_web.wasm"
 echo "built web/pkg ($(du -sh web/pkg | cut -f1))"
-# fdsr-demo fetches Fashion-MNIST into data/ first if it is missing.
+# fdsr-demo fetches Fashion-MNIST into the user's data folder (~/.local/share/fdsr, or $FDSR_DATA)
+# first if it is missing.
 if ! cargo run -q --profile "$profile" -p fdsr-demo -- --write-subset web/data; then
   echo "warning: Fashion-MNIST is not available; the visualizer will train on synthetic images" >&2
 fi

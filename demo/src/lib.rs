@@ -3,6 +3,7 @@
 //! a block inspector and a DCT basis explorer). One app, native and in the browser.
 #![warn(missing_docs)]
 
+pub mod activation;
 pub mod app;
 pub mod data;
 pub mod history;

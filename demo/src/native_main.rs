@@ -17,7 +17,7 @@ struct Args {
 
 fn parse() -> Result<Args, String> {
     let mut a = Args {
-        data: PathBuf::from("data/fashion-mnist"),
+        data: fdsr::data::DatasetName::FashionMnist.default_dir(),
         settings: String::new(),
         bench_steps: None,
         write_subset: None,

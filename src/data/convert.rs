@@ -73,6 +73,11 @@ impl fmt::Display for Report {
     }
 }
 
+/// `FdsrError::Io` for `path`.
+pub(crate) fn io_error(path: &Path, source: std::io::Error) -> FdsrError {
+    FdsrError::Io { path: path.display().to_string(), source }
+}
+
 /// Converts an unpacked package (the folder holding `pkg.class_dir`) into the four IDX files in `dir`.
 pub(crate) fn convert_package(pkg: &Package, package: &Path, dir: &Path, test_per_class: usize) -> Result<Report> {
     let mut report = Report::default();
@@ -80,7 +85,7 @@ pub(crate) fn convert_package(pkg: &Package, package: &Path, dir: &Path, test_pe
     let mut test = train.clone();
     for class in 0..CLASSES {
         let path = package.join(pkg.class_dir).join(format!("{class}.json"));
-        let bytes = std::fs::read(&path).map_err(|source| super::npm::io_error(&path, source))?;
+        let bytes = std::fs::read(&path).map_err(|source| io_error(&path, source))?;
         let (pixels, skipped) =
             (pkg.parse)(&bytes, class).map_err(|e| FdsrError::InvalidTensor(format!("{}: {e}", path.display())))?;
         let valid = pixels.len() / PIXELS;

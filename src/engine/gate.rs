@@ -5,9 +5,9 @@
 //! does not flow back into them) and picks, per input, the option whose bits quantize that
 //! input and, in backward, its output gradient.
 
-use super::layers::Pass;
 use super::ops::{self, Bits, GateState};
 use super::param::{Init, Param};
+use super::pass::Pass;
 use super::precision::DfqPlan;
 use super::tensor::Tensor;
 use crate::data::synthetic::SplitMix64;

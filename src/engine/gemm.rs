@@ -5,6 +5,7 @@ use super::tensor::Tensor;
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::{dispatch, dispatch_grid, uniform};
 use crate::gpu::{Category, GpuContext};
+pub use crate::reference::conv::ConvGeom;
 
 /// Rows of C per workgroup.
 const TM: usize = 64;
@@ -59,60 +60,7 @@ pub struct GemmParams {
     pub sbn: u32,
 }
 
-/// Shape of one conv2d: input `[batch, cin, h, w]`, weights `[cout, cin, ksize, ksize]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvGeom {
-    /// Batch size.
-    pub batch: usize,
-    /// Input channels.
-    pub cin: usize,
-    /// Input height.
-    pub h: usize,
-    /// Input width.
-    pub w: usize,
-    /// Output channels.
-    pub cout: usize,
-    /// Kernel side (1 or 3 in the models; any odd or even size works).
-    pub ksize: usize,
-    /// Stride.
-    pub stride: usize,
-    /// Zero padding on every side.
-    pub pad: usize,
-}
-
 impl ConvGeom {
-    /// Output height.
-    pub fn oh(&self) -> usize {
-        (self.h + 2 * self.pad - self.ksize) / self.stride + 1
-    }
-    /// Output width.
-    pub fn ow(&self) -> usize {
-        (self.w + 2 * self.pad - self.ksize) / self.stride + 1
-    }
-    /// Output shape `[batch, cout, oh, ow]`.
-    pub fn out_shape(&self) -> [usize; 4] {
-        [self.batch, self.cout, self.oh(), self.ow()]
-    }
-    /// Weight shape `[cout, cin, ksize, ksize]`.
-    pub fn weight_shape(&self) -> [usize; 4] {
-        [self.cout, self.cin, self.ksize, self.ksize]
-    }
-
-    /// The geometry of `input` (rank 4) convolved with `weight` (rank 4), checked.
-    pub fn of(input: &[usize], weight: &[usize], stride: usize, pad: usize) -> Result<ConvGeom> {
-        let (&[batch, cin, h, w], &[cout, wcin, kh, kw]) = (input, weight) else {
-            return Err(FdsrError::InvalidTensor(format!(
-                "conv2d needs rank-4 input and weights, got {input:?} and {weight:?}"
-            )));
-        };
-        if wcin != cin || kh != kw || kh == 0 || stride == 0 || h + 2 * pad < kh || w + 2 * pad < kw {
-            return Err(FdsrError::InvalidTensor(format!(
-                "conv2d of input {input:?} with weights {weight:?}, stride {stride}, pad {pad} is not defined"
-            )));
-        }
-        Ok(ConvGeom { batch, cin, h, w, cout, ksize: kh, stride, pad })
-    }
-
     fn params(&self, m: usize, n: usize, k: usize) -> GemmParams {
         GemmParams {
             m: m as u32,

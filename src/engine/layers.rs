@@ -1,40 +1,18 @@
 //! Layers: each op's forward and backward together, with the state it saves made explicit
-//! (through [`SavedActivations`]) and its parameters visited by name.
+//! (through [`SavedActivations`](super::saved::SavedActivations)) and its parameters visited by name.
 
 use super::gate::Gate;
 use super::gemm::{self, ConvGeom};
 use super::ops;
 use super::param::{Init, Param};
+pub use super::pass::Pass;
 use super::precision::{DfqPlan, QuantPlan};
 use super::quantized;
-use super::saved::{Kind, SavedActivations};
+use super::saved::Kind;
 use super::tensor::Tensor;
 use crate::data::synthetic::SplitMix64;
 use crate::error::{FdsrError, Result};
 use crate::gpu::GpuContext;
-
-/// Everything a layer needs while recording one forward or backward.
-pub struct Pass<'a> {
-    /// The device.
-    pub ctx: &'a GpuContext,
-    /// Where the work is recorded.
-    pub enc: &'a mut wgpu::CommandEncoder,
-    /// The saved-activation store.
-    pub saved: &'a mut SavedActivations,
-    /// Training (batch statistics, save for backward) or evaluation.
-    pub train: bool,
-    /// Quantized-compute simulation of this step (`None`: full precision).
-    pub quant: Option<&'a QuantPlan>,
-}
-
-impl Pass<'_> {
-    /// Keeps `t` for the backward of `layer` in `slot` and records its encoding at once, so the
-    /// fp32 form lives no longer than the op that saved it needs it.
-    pub fn save(&mut self, layer: usize, slot: u8, name: &str, t: &Tensor, kind: Kind) -> Result<()> {
-        self.saved.save(layer, slot, name, t, kind);
-        self.saved.flush(self.ctx, self.enc)
-    }
-}
 
 /// A layer of a model.
 pub trait Layer {

@@ -1,54 +1,14 @@
 //! The models: `cnn`, `resnet20` and `tiny`, exactly as the README describes them, built with
 //! seeded Kaiming initialization. Input: one channel, 32×32 (28×28 images zero-padded by 2).
 
-use std::fmt;
-use std::str::FromStr;
-
 use super::blocks::{BasicBlock, Flatten, GlobalAvgPool, MaxPool2, Relu, Sequential};
 use super::gate::Gate;
 use super::layers::{BatchNorm2d, Builder, Conv2d, Layer, Linear, Pass};
+pub use super::model_name::{ModelName, CLASSES, INPUT_SIDE};
 use super::param::Param;
 use super::tensor::Tensor;
 use crate::error::{FdsrError, Result};
 use crate::gpu::GpuContext;
-
-/// Side of the square model input.
-pub const INPUT_SIDE: usize = 32;
-/// Output classes.
-pub const CLASSES: usize = 10;
-
-/// Which architecture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ModelName {
-    /// Five 3×3 conv-BN-ReLU layers (32, 32, pool, 64, 64, pool, 128), GAP, linear.
-    Cnn,
-    /// CIFAR-style ResNet-20 (16/32/64 channels, 3 blocks per stage).
-    Resnet20,
-    /// Two conv-BN-ReLU-pool layers (8, 16 channels), flatten, linear: tests and the browser.
-    Tiny,
-}
-
-impl FromStr for ModelName {
-    type Err = FdsrError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "cnn" => Ok(ModelName::Cnn),
-            "resnet20" => Ok(ModelName::Resnet20),
-            "tiny" => Ok(ModelName::Tiny),
-            _ => Err(FdsrError::InvalidConfig(format!("unknown model '{s}' (expected cnn, resnet20 or tiny)"))),
-        }
-    }
-}
-
-impl fmt::Display for ModelName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ModelName::Cnn => "cnn",
-            ModelName::Resnet20 => "resnet20",
-            ModelName::Tiny => "tiny",
-        })
-    }
-}
 
 /// A model: its layers and its name.
 pub struct Model {

@@ -4,8 +4,8 @@
 //! rounding); gradients pass straight through. Layers with a DFQ gate take their bits per input
 //! from it (`engine::gate`).
 
-use super::layers::Pass;
 use super::ops;
+use super::pass::Pass;
 use super::tensor::Tensor;
 use crate::error::Result;
 

@@ -3,6 +3,12 @@
 //! A small strict parser instead of a general Python-literal one, so that every malformed header
 //! (huge shapes, deep nesting, bad lengths) becomes an error message and never a panic or a huge
 //! allocation. Format: <https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html>.
+//!
+//! Why not `npyz` (the tests' oracle for well-formed files): on a hostile header it does not do
+//! this. `npyz 0.9` panics with an arithmetic overflow on `'shape': (2**62, 2**62)` (its element
+//! count is not checked; `io::tests` has that header), and its Python-literal parser (`py_literal`
+//! on `pest`) pulls `psm`, a C build script that stops the library from type-checking for the
+//! Windows and macOS targets — so `npyz` stays a dev-dependency.
 
 /// The six magic bytes every `.npy` file starts with.
 pub(crate) const MAGIC: &[u8; 6] = b"\x93NUMPY";

@@ -1,15 +1,16 @@
-//! Checkpoints in the safetensors format: an 8-byte little-endian header length `N`, `N` bytes of
-//! JSON header, then the tensors' bytes.
+//! Checkpoints in the safetensors format, read and written by the `safetensors` crate (the
+//! format's own implementation) behind this project's stricter layer: an 8-byte little-endian
+//! header length `N`, `N` bytes of JSON header, then the tensors' bytes.
 //!
 //! The header is `{"__metadata__": {"key": "string value", …}, "name": {"dtype": "F32", "shape":
 //! [2, 3], "data_offsets": [begin, end]}, …}`, offsets relative to the first byte after the header.
-//! [`SafeTensors::to_bytes`] writes tensors sorted by name with contiguous offsets, metadata first in
-//! its given order, and pads the header with spaces to a multiple of 8 bytes (like the reference
-//! implementation, which sorts by alignment first; readers do not care). [`SafeTensors::from_bytes`]
-//! is strict and never panics: the header must be at most [`MAX_HEADER_LEN`] bytes of standard
-//! JSON, every tensor entry must have exactly those three keys with a known dtype, and the offsets
-//! must tile the data exactly (no gap, no overlap, no trailing byte). Only F32, U32, U8 and I64 are
-//! supported. Tensors come back sorted by name, metadata in file order.
+//! The crate checks the header's JSON, that the offsets tile the data exactly and that each
+//! tensor's bytes are what its dtype and shape need; this layer adds what a checkpoint needs on
+//! top: only F32, U32, U8 and I64 tensors are accepted (any other dtype is refused by name), every
+//! truncation or trailing byte is reported with the byte counts, the writer refuses duplicate or
+//! reserved names and data of the wrong length, and every problem is an [`FdsrError`] whose
+//! message names it — never a panic. Tensors come back sorted by name, metadata sorted by key.
+//! Files written by fdsr before it used the crate (names sorted, metadata first) read the same.
 //!
 //! ```
 //! use fdsr::io::safetensors::{NamedTensor, SafeTensors};
@@ -23,14 +24,14 @@
 //! # Ok::<(), fdsr::FdsrError>(())
 //! ```
 
-mod header;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::fmt;
 
-use self::header::Value;
 use crate::error::{FdsrError, Result};
+use safetensors::tensor::{Metadata, SafeTensorError, View};
 
 /// Largest header accepted by the reader, in bytes (the reference implementation's limit).
 pub const MAX_HEADER_LEN: u64 = 100_000_000;
@@ -71,6 +72,23 @@ impl Dtype {
             Dtype::U8 => "U8",
             Dtype::I64 => "I64",
         }
+    }
+}
+
+impl Dtype {
+    /// The crate's dtype.
+    fn to_crate(self) -> safetensors::Dtype {
+        match self {
+            Dtype::F32 => safetensors::Dtype::F32,
+            Dtype::U32 => safetensors::Dtype::U32,
+            Dtype::U8 => safetensors::Dtype::U8,
+            Dtype::I64 => safetensors::Dtype::I64,
+        }
+    }
+
+    /// Ours for the crate's dtype, or `None` for one that fdsr does not read.
+    fn from_crate(d: safetensors::Dtype) -> Option<Dtype> {
+        Dtype::ALL.into_iter().find(|ours| ours.to_crate() == d)
     }
 }
 
@@ -149,19 +167,7 @@ impl SafeTensors {
                 return bad(format!("duplicate metadata key {k:?}"));
             }
         }
-        let mut json = String::from("{");
-        if !self.metadata.is_empty() {
-            json.push_str("\"__metadata__\":{");
-            for (i, (k, v)) in self.metadata.iter().enumerate() {
-                json.push_str(if i == 0 { "" } else { "," });
-                header::write_str(&mut json, k);
-                json.push(':');
-                header::write_str(&mut json, v);
-            }
-            json.push('}');
-        }
-        let mut offset = 0usize;
-        for (i, t) in order.iter().enumerate() {
+        for t in &order {
             if t.name == METADATA_KEY {
                 return bad(format!("a tensor cannot be named {METADATA_KEY:?}"));
             }
@@ -175,28 +181,10 @@ impl SafeTensors {
                     t.expected_len().map_or("more than fits in memory".into(), |n| n.to_string())
                 ));
             }
-            json.push_str(if i == 0 && self.metadata.is_empty() { "" } else { "," });
-            header::write_str(&mut json, &t.name);
-            let shape: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
-            let end = offset + t.data.len();
-            json.push_str(&format!(
-                ":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{offset},{end}]}}",
-                t.dtype,
-                shape.join(",")
-            ));
-            offset = end;
         }
-        json.push('}');
-        while json.len() % 8 != 0 {
-            json.push(' ');
-        }
-        let mut out = Vec::with_capacity(8 + json.len() + offset);
-        out.extend_from_slice(&(json.len() as u64).to_le_bytes());
-        out.extend_from_slice(json.as_bytes());
-        for t in order {
-            out.extend_from_slice(&t.data);
-        }
-        Ok(out)
+        let metadata = (!self.metadata.is_empty()).then(|| self.metadata.iter().cloned().collect());
+        safetensors::serialize(order.into_iter().map(|t| (t.name.as_str(), t)), metadata)
+            .or_else(|e| bad(e.to_string()))
     }
 
     /// Parses a safetensors file; every problem is a [`FdsrError::Safetensors`] naming it.
@@ -245,6 +233,24 @@ impl SafeTensors {
     }
 }
 
+impl View for &NamedTensor {
+    fn dtype(&self) -> safetensors::Dtype {
+        self.dtype.to_crate()
+    }
+
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.data)
+    }
+
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
 /// `bytes` → tensors, with a message on failure.
 fn parse(bytes: &[u8]) -> std::result::Result<SafeTensors, String> {
     let Some(len) = bytes.first_chunk::<8>().map(|b| u64::from_le_bytes(*b)) else {
@@ -253,121 +259,59 @@ fn parse(bytes: &[u8]) -> std::result::Result<SafeTensors, String> {
     if len > MAX_HEADER_LEN {
         return Err(format!("header length {len} is more than the {MAX_HEADER_LEN} bytes allowed"));
     }
-    let rest = bytes.len() - 8;
-    let header_end = 8 + len as usize;
-    let Some(text) = bytes.get(8..header_end) else {
+    let Some(header) = bytes.get(8..8 + len as usize) else {
+        let rest = bytes.len() - 8;
         return Err(format!("truncated: the header needs {len} bytes, the file has {rest} after the length"));
     };
-    if text.first() != Some(&b'{') {
-        return Err("the header does not start with '{'".into());
+    let data_len = bytes.len() - 8 - header.len();
+    let (_, meta) = safetensors::SafeTensors::read_metadata(bytes).map_err(|e| explain(e, header, data_len))?;
+    let data = &bytes[8 + header.len()..];
+    let mut tensors = Vec::new();
+    for (name, info) in meta.tensors() {
+        let dtype = Dtype::from_crate(info.dtype).ok_or_else(|| {
+            format!("tensor {name:?}: unsupported dtype {:?} (fdsr reads F32, U32, U8, I64)", info.dtype)
+        })?;
+        let (begin, end) = info.data_offsets;
+        // The crate checked that the offsets tile `data` exactly.
+        let data = data.get(begin..end).ok_or_else(|| format!("tensor {name:?}: data_offsets out of range"))?;
+        tensors.push(NamedTensor { name, dtype, shape: info.shape.clone(), data: data.to_vec() });
     }
-    let Value::Obj(fields) = header::parse(text).map_err(|e| format!("header: {e}"))? else {
-        return Err("the header is not a JSON object".into());
-    };
-    let data = &bytes[header_end..];
-    let mut metadata = Vec::new();
-    let mut entries: Vec<(NamedTensor, usize, usize)> = Vec::new();
-    for (name, value) in fields {
-        if name == METADATA_KEY {
-            metadata = parse_metadata(value)?;
-        } else {
-            entries.push(parse_entry(name, value)?);
-        }
-    }
-    entries.sort_by_key(|e| (e.1, e.2));
-    let mut at = 0usize;
-    for (t, begin, end) in &mut entries {
-        if *begin != at {
-            let what = if *begin < at { "overlaps the previous tensor" } else { "leaves a gap after the previous one" };
-            return Err(format!(
-                "tensor {:?}: data_offsets [{begin}, {end}] {what} (expected to begin at {at})",
-                t.name
-            ));
-        }
-        if *end < *begin {
-            return Err(format!("tensor {:?}: data_offsets [{begin}, {end}] end before they begin", t.name));
-        }
-        let need = t.expected_len().ok_or_else(|| format!("tensor {:?}: shape {:?} is too large", t.name, t.shape))?;
-        if end.checked_sub(*begin) != Some(need) {
-            return Err(format!(
-                "tensor {:?}: data_offsets [{begin}, {end}] hold {} bytes, but {} {:?} needs {need}",
-                t.name,
-                *end - *begin,
-                t.dtype,
-                t.shape
-            ));
-        }
-        let Some(slice) = data.get(*begin..*end) else {
-            return Err(format!(
-                "truncated: tensor {:?} needs data bytes [{begin}, {end}), the file has {} after the header",
-                t.name,
-                data.len()
-            ));
-        };
-        t.data = slice.to_vec();
-        at = *end;
-    }
-    if at != data.len() {
-        return Err(format!("{} unexpected bytes after the {at} bytes of tensor data", data.len() - at));
-    }
-    let mut tensors: Vec<NamedTensor> = entries.into_iter().map(|e| e.0).collect();
     tensors.sort_by(|a, b| a.name.cmp(&b.name));
+    // The crate keeps the metadata in a map: the order it had in the file is gone.
+    let mut metadata: Vec<(String, String)> =
+        meta.metadata().iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+    metadata.sort();
     Ok(SafeTensors { tensors, metadata })
 }
 
-/// `__metadata__`: an object of strings.
-fn parse_metadata(value: Value) -> std::result::Result<Vec<(String, String)>, String> {
-    let Value::Obj(fields) = value else {
-        return Err(format!("{METADATA_KEY} is {}, not an object of strings", value.describe()));
-    };
-    fields
-        .into_iter()
-        .map(|(k, v)| match v {
-            Value::Str(s) => Ok((k, s)),
-            v => Err(format!("{METADATA_KEY} entry {k:?} is {}, not a string", v.describe())),
-        })
-        .collect()
-}
-
-/// One tensor entry: the tensor (without data) and its data offsets.
-fn parse_entry(name: String, value: Value) -> std::result::Result<(NamedTensor, usize, usize), String> {
-    let fail = |m: String| Err(format!("tensor {name:?}: {m}"));
-    let Value::Obj(fields) = value else {
-        return fail(format!("the entry is {}, not an object", value.describe()));
-    };
-    let (mut dtype, mut shape, mut offsets) = (None, None, None);
-    for (k, v) in fields {
-        match k.as_str() {
-            "dtype" => dtype = Some(v),
-            "shape" => shape = Some(v),
-            "data_offsets" => offsets = Some(v),
-            _ => return fail(format!("unknown key {k:?} (expected dtype, shape, data_offsets)")),
+/// The crate's error in this project's words: what is wrong, with the numbers.
+fn explain(e: SafeTensorError, header: &[u8], data_len: usize) -> String {
+    match e {
+        SafeTensorError::MetadataIncompleteBuffer => {
+            // The header is valid and its offsets tile a data section of another length.
+            let need = serde_json::from_slice::<Metadata>(header).map_or(0, |m| m.data_len());
+            if data_len < need {
+                format!("truncated: the tensors need {need} data bytes, the file has {data_len} after the header")
+            } else {
+                format!("{} unexpected bytes after the {need} bytes of tensor data", data_len - need)
+            }
         }
+        SafeTensorError::InvalidHeaderDeserialization(json) => {
+            let text = json.to_string();
+            match text.strip_prefix("unknown variant `").and_then(|t| t.split_once('`')) {
+                Some((dtype, _)) => format!("header: unsupported dtype {dtype:?} (fdsr reads F32, U32, U8, I64)"),
+                None => format!("header: {text}"),
+            }
+        }
+        SafeTensorError::InvalidOffset(name) => {
+            format!("tensor {name:?}: data_offsets leave a gap or overlap the previous tensor")
+        }
+        SafeTensorError::TensorInvalidInfo => {
+            "a tensor's data_offsets do not hold the bytes that its dtype and shape need".into()
+        }
+        SafeTensorError::ValidationOverflow => "a tensor's shape is too large".into(),
+        other => format!("header: {other}"),
     }
-    let (Some(dtype), Some(shape), Some(offsets)) = (dtype, shape, offsets) else {
-        return fail("the entry needs dtype, shape and data_offsets".into());
-    };
-    let dtype = match &dtype {
-        Value::Str(s) => match Dtype::ALL.into_iter().find(|d| d.name() == s) {
-            Some(d) => d,
-            None => return fail(format!("unsupported dtype {s:?} (fdsr reads F32, U32, U8, I64)")),
-        },
-        v => return fail(format!("dtype is {}, not a string", v.describe())),
-    };
-    let Some(shape) = usizes(&shape) else {
-        return fail(format!("shape is {}, not an array of non-negative integers", shape.describe()));
-    };
-    let (begin, end) = match usizes(&offsets).as_deref() {
-        Some(&[b, e]) => (b, e),
-        _ => return fail(format!("data_offsets is {}, not [begin, end]", offsets.describe())),
-    };
-    Ok((NamedTensor { name, dtype, shape, data: Vec::new() }, begin, end))
-}
-
-/// An array of non-negative integers that fit in `usize`.
-fn usizes(v: &Value) -> Option<Vec<usize>> {
-    let Value::Arr(items) = v else { return None };
-    items.iter().map(|x| x.as_u64().and_then(|n| usize::try_from(n).ok())).collect()
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,7 +1,62 @@
 //! Reference conv2d and linear layers (forward and both gradients), the oracle of
 //! `shaders/gemm.wgsl`: plain loops, f64 accumulation.
 
-use crate::engine::gemm::ConvGeom;
+use crate::error::{FdsrError, Result};
+
+/// Shape of one conv2d: input `[batch, cin, h, w]`, weights `[cout, cin, ksize, ksize]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvGeom {
+    /// Batch size.
+    pub batch: usize,
+    /// Input channels.
+    pub cin: usize,
+    /// Input height.
+    pub h: usize,
+    /// Input width.
+    pub w: usize,
+    /// Output channels.
+    pub cout: usize,
+    /// Kernel side (1 or 3 in the models; any odd or even size works).
+    pub ksize: usize,
+    /// Stride.
+    pub stride: usize,
+    /// Zero padding on every side.
+    pub pad: usize,
+}
+
+impl ConvGeom {
+    /// Output height.
+    pub fn oh(&self) -> usize {
+        (self.h + 2 * self.pad - self.ksize) / self.stride + 1
+    }
+    /// Output width.
+    pub fn ow(&self) -> usize {
+        (self.w + 2 * self.pad - self.ksize) / self.stride + 1
+    }
+    /// Output shape `[batch, cout, oh, ow]`.
+    pub fn out_shape(&self) -> [usize; 4] {
+        [self.batch, self.cout, self.oh(), self.ow()]
+    }
+    /// Weight shape `[cout, cin, ksize, ksize]`.
+    pub fn weight_shape(&self) -> [usize; 4] {
+        [self.cout, self.cin, self.ksize, self.ksize]
+    }
+
+    /// The geometry of `input` (rank 4) convolved with `weight` (rank 4), checked.
+    pub fn of(input: &[usize], weight: &[usize], stride: usize, pad: usize) -> Result<ConvGeom> {
+        let (&[batch, cin, h, w], &[cout, wcin, kh, kw]) = (input, weight) else {
+            return Err(FdsrError::InvalidTensor(format!(
+                "conv2d needs rank-4 input and weights, got {input:?} and {weight:?}"
+            )));
+        };
+        if wcin != cin || kh != kw || kh == 0 || stride == 0 || h + 2 * pad < kh || w + 2 * pad < kw {
+            return Err(FdsrError::InvalidTensor(format!(
+                "conv2d of input {input:?} with weights {weight:?}, stride {stride}, pad {pad} is not defined"
+            )));
+        }
+        Ok(ConvGeom { batch, cin, h, w, cout, ksize: kh, stride, pad })
+    }
+}
 
 /// Calls `f(y, x, w)` with the flat indices of output, input and weight of every multiply of
 /// the convolution (taps that fall into the zero padding are skipped).

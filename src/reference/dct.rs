@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn zigzag_matches_the_diagonal_walk() {
-        let mut order = Vec::new();
+        let mut order: Vec<usize> = Vec::new();
         for s in 0..15usize {
             let cells: Vec<usize> = (0..8).filter(|&r| s >= r && s - r < 8).map(|r| r * 8 + s - r).collect();
             // Even diagonals run bottom-left to top-right (row decreasing).

@@ -1,8 +1,40 @@
 //! Reference batch norm 2-D (training and eval forward, backward) and optimizer steps: the oracle
 //! of `shaders/ops_bn.wgsl` and `shaders/ops_optim.wgsl`. Batch norm accumulates in f64.
 
-use crate::engine::ops::batchnorm::{BN_EPS, BN_MOMENTUM};
-use crate::engine::ops::{AdamParams, SgdParams};
+/// Added to the variance before the inverse square root.
+pub const BN_EPS: f32 = 1e-5;
+/// Weight of the new batch statistic in the running statistics (PyTorch's default).
+pub const BN_MOMENTUM: f32 = 0.1;
+
+/// SGD hyper-parameters (torch.optim.SGD, dampening 0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SgdParams {
+    /// Learning rate.
+    pub lr: f32,
+    /// Momentum (0 for plain SGD).
+    pub momentum: f32,
+    /// L2 weight decay added to the gradient.
+    pub weight_decay: f32,
+    /// Nesterov momentum.
+    pub nesterov: bool,
+}
+
+/// AdamW hyper-parameters (torch.optim.AdamW).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamParams {
+    /// Learning rate.
+    pub lr: f32,
+    /// First-moment decay.
+    pub beta1: f32,
+    /// Second-moment decay.
+    pub beta2: f32,
+    /// Denominator ε.
+    pub eps: f32,
+    /// Decoupled weight decay.
+    pub weight_decay: f32,
+    /// Step number, 1-based.
+    pub step: u32,
+}
 
 /// Batch norm state of one layer on the host.
 #[derive(Clone, Debug, PartialEq)]

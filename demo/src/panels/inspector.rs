@@ -3,55 +3,11 @@
 //! the tile after the codec (the pure-Rust reference codec on that plane, same policy) and the
 //! error ×4.
 
-use fdsr::engine::batch::make_batch;
-use fdsr::engine::layers::Pass;
-use fdsr::engine::Session;
-use fdsr::gpu::Category;
 use fdsr::reference::{self, dct};
-use fdsr::{CodecOptions, GpuContext, Policy};
+use fdsr::{CodecOptions, Policy};
 
 use super::basis::tile;
-use crate::run::Data;
-
-/// Images run through the model for the inspector.
-pub const IMAGES: usize = 4;
-
-/// A layer's output on the inspector's images.
-#[derive(Clone, Debug)]
-pub struct Activation {
-    /// Top-level layer whose output this is.
-    pub layer: usize,
-    /// `[N, C, H, W]`.
-    pub shape: [usize; 4],
-    /// Values.
-    pub data: Vec<f32>,
-}
-
-/// Runs layers `0..=layer` in evaluation (full-precision compute) on the first test images and
-/// reads the output back.
-/// Errors when that output is not 4-D (e.g. the classifier).
-pub async fn read_activation(ctx: &GpuContext, s: &mut Session, data: &Data, layer: usize) -> fdsr::Result<Activation> {
-    let idx: Vec<usize> = (0..IMAGES.min(data.test.len())).collect();
-    let (images, _) = make_batch(&data.test, &idx, s.norm, None)?;
-    let side = fdsr::engine::model::INPUT_SIDE;
-    let mut h = fdsr::engine::Tensor::from_slice(ctx, &images, &[idx.len(), 1, side, side], Category::Workspace)?;
-    let t = &mut s.trainer;
-    let out = ctx
-        .scoped("inspect", || {
-            let mut enc = ctx.device.create_command_encoder(&Default::default());
-            for i in 0..=layer {
-                let mut p = Pass { ctx, enc: &mut enc, saved: &mut t.saved, train: false, quant: None };
-                h = t.model.forward_layer(i, &mut p, h.clone())?;
-            }
-            ctx.queue.submit([enc.finish()]);
-            Ok::<_, fdsr::FdsrError>(h.clone())
-        })
-        .await??;
-    let shape: [usize; 4] = out.shape().try_into().map_err(|_| {
-        fdsr::FdsrError::InvalidConfig(format!("layer {layer}'s output {:?} is not an activation map", out.shape()))
-    })?;
-    Ok(Activation { layer, shape, data: out.to_vec(ctx).await? })
-}
+use crate::activation::Activation;
 
 /// What the user picked.
 #[derive(Default)]

@@ -64,25 +64,61 @@ fn run_name(r: &Value) -> String {
     }
 }
 
+/// A column of the table: its header and the cell of a row (given the base row).
+type Column = (&'static str, Box<dyn Fn(&Value, Option<&Value>) -> String>);
+
+/// The table of the runs; columns that no run needs are left out: BitOPs saved without any
+/// precision policy, the reuse hit rate without reuse, the gradient error without any probe.
 fn compare_table(rows: &[Value]) -> String {
     let base = rows.iter().find(|r| run_name(r) == "none").or(rows.first());
     let f = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
-    let mut t = String::from("| run | test accuracy | Δ vs base | BitOPs saved vs static 8/16 | activation ratio | peak step MiB | step ms | step time ratio | reuse hit rate | gradient error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let any = |p: &dyn Fn(&Value) -> bool| rows.iter().any(p);
+    let mut cols: Vec<Column> = vec![
+        ("run", Box::new(|r, _| run_name(r))),
+        ("test accuracy", Box::new(move |r, _| format!("{:.4}", f(r, "test_accuracy")))),
+        (
+            "Δ vs base",
+            Box::new(move |r, b| {
+                format!("{:+.2} pt", 100.0 * (f(r, "test_accuracy") - b.map_or(f64::NAN, |b| f(b, "test_accuracy"))))
+            }),
+        ),
+    ];
+    if any(&|r| r["precision"].as_str().is_some_and(|p| p != "none")) {
+        cols.push((
+            "BitOPs saved vs static 8/16",
+            Box::new(move |r, _| format!("{:.1}%", 100.0 * f(r, "bitops_saved_vs_static"))),
+        ));
+    }
+    cols.push((
+        "activation ratio",
+        Box::new(|r, _| format!("{:.2}x", r["saved"]["activation_ratio"].as_f64().unwrap_or(f64::NAN))),
+    ));
+    cols.push((
+        "peak step MiB",
+        Box::new(|r, _| format!("{:.1}", r["memory"]["peak_total"].as_f64().unwrap_or(f64::NAN) / (1 << 20) as f64)),
+    ));
+    cols.push(("step ms", Box::new(move |r, _| format!("{:.0}", f(r, "step_ms")))));
+    cols.push((
+        "step time ratio",
+        Box::new(move |r, b| format!("{:.2}", f(r, "step_ms") / b.map_or(f64::NAN, |b| f(b, "step_ms")))),
+    ));
+    if any(&|r| r["policy"].as_str().is_some_and(|p| p.contains("reuse"))) {
+        cols.push((
+            "reuse hit rate",
+            Box::new(|r, _| format!("{:.1}%", 100.0 * r["saved"]["reuse_hit_rate"].as_f64().unwrap_or(f64::NAN))),
+        ));
+    }
+    if any(&|r| r["probe_grad_error"].is_number()) {
+        cols.push((
+            "gradient error",
+            Box::new(|r, _| r["probe_grad_error"].as_f64().map_or("–".into(), |e| format!("{e:.3}"))),
+        ));
+    }
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut t = line(cols.iter().map(|c| c.0.to_string()).collect());
+    t += &line(cols.iter().enumerate().map(|(i, _)| if i == 0 { "---".into() } else { "---:".into() }).collect());
     for r in rows {
-        let (acc, ms) = (f(r, "test_accuracy"), f(r, "step_ms"));
-        let (bacc, bms) = base.map_or((f64::NAN, f64::NAN), |b| (f(b, "test_accuracy"), f(b, "step_ms")));
-        let peak = r["memory"]["peak_total"].as_f64().unwrap_or(f64::NAN) / (1 << 20) as f64;
-        let ratio = r["saved"]["activation_ratio"].as_f64().unwrap_or(f64::NAN);
-        let hits = 100.0 * r["saved"]["reuse_hit_rate"].as_f64().unwrap_or(f64::NAN);
-        let probe = r["probe_grad_error"].as_f64().map_or("–".to_string(), |e| format!("{e:.3}"));
-        let bitops = 100.0 * f(r, "bitops_saved_vs_static");
-        t += &format!(
-            "| {} | {:.4} | {:+.2} pt | {bitops:.1}% | {ratio:.2}x | {peak:.1} | {ms:.0} | {:.2} | {hits:.1}% | {probe} |\n",
-            run_name(r),
-            acc,
-            100.0 * (acc - bacc),
-            ms / bms
-        );
+        t += &line(cols.iter().map(|c| (c.1)(r, base)).collect());
     }
     t
 }

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 mod bench_cmd;
 mod compare_cmd;
 mod inspect;
+mod runtime_dir;
 mod train_cmd;
 
 #[derive(Parser)]
@@ -124,7 +125,13 @@ fn compress_cmd(a: &CompressArgs) -> Result<()> {
     let mut t: Tensor = read_npy(&a.input)?;
     let bad = t.data.iter().filter(|v| !v.is_finite()).count();
     if bad > 0 && !a.allow_nonfinite {
-        t.check_finite()?;
+        if let Err(FdsrError::InvalidTensor(first)) = t.check_finite() {
+            return Err(FdsrError::InvalidTensor(format!(
+                "{}: {bad} NaN/Inf values ({first}); pass --allow-nonfinite to store them as 0 (exactly with \
+                 --policy lossless)",
+                a.input.display()
+            )));
+        }
     }
     let opts = CodecOptions {
         seed: a.seed,
@@ -208,6 +215,7 @@ fn fetch_cmd(dataset: &str, dir: Option<&std::path::Path>) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    let _runtime_dir = runtime_dir::ensure();
     let cli = Cli::parse();
     let r = match &cli.cmd {
         Cmd::Compress(a) => compress_cmd(a),

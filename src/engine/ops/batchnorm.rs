@@ -6,11 +6,7 @@ use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::{dispatch, dispatch_grid, uniform, MAX_GROUPS_PER_DIM};
 use crate::gpu::{Category, GpuContext};
-
-/// Added to the variance before the inverse square root.
-pub const BN_EPS: f32 = 1e-5;
-/// Weight of the new batch statistic in the running statistics (PyTorch's default).
-pub const BN_MOMENTUM: f32 = 0.1;
+pub use crate::reference::nn_train::{BN_EPS, BN_MOMENTUM};
 
 /// Mirror of `BnParams` in `shaders/ops_bn.wgsl`.
 #[repr(C)]

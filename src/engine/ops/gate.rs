@@ -2,11 +2,27 @@
 //! the mirror of `reference::gate`. Everything is recorded into the encoder; nothing is read back.
 
 use super::expect_shape;
-use crate::engine::precision::DfqPlan;
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::{dispatch, uniform};
 use crate::gpu::{Category, GpuContext};
+
+/// The bit options of DFQ's gates and how they train, as the kernels take them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DfqPlan {
+    /// Forward bits of each option, ascending.
+    pub fw: Vec<u32>,
+    /// Backward bits of each option.
+    pub bw: Vec<u32>,
+    /// Cost of each option relative to static fw=8/bw=16 ([`dfq_costs`](crate::engine::precision::bitops::dfq_costs)).
+    pub costs: Vec<f32>,
+    /// Target of the expected relative cost.
+    pub target: f32,
+    /// Weight of the cost regularizer.
+    pub alpha: f32,
+    /// Gumbel-softmax temperature.
+    pub tau: f32,
+}
 
 /// Mirror of `GateParams` in the gate shaders.
 #[repr(C)]

@@ -6,6 +6,7 @@ use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::{dispatch, uniform};
 use crate::gpu::GpuContext;
+pub use crate::reference::nn_train::{AdamParams, SgdParams};
 
 /// Mirror of `OptimParams` in `shaders/ops_optim.wgsl`.
 #[repr(C)]
@@ -35,36 +36,6 @@ pub struct OptimParams {
     pub bc1: f32,
     /// `sqrt(1 − β2^step)`.
     pub bc2_sqrt: f32,
-}
-
-/// SGD hyper-parameters (torch.optim.SGD, dampening 0).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SgdParams {
-    /// Learning rate.
-    pub lr: f32,
-    /// Momentum (0 for plain SGD).
-    pub momentum: f32,
-    /// L2 weight decay added to the gradient.
-    pub weight_decay: f32,
-    /// Nesterov momentum.
-    pub nesterov: bool,
-}
-
-/// AdamW hyper-parameters (torch.optim.AdamW).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AdamParams {
-    /// Learning rate.
-    pub lr: f32,
-    /// First-moment decay.
-    pub beta1: f32,
-    /// Second-moment decay.
-    pub beta2: f32,
-    /// Denominator ε.
-    pub eps: f32,
-    /// Decoupled weight decay.
-    pub weight_decay: f32,
-    /// Step number, 1-based.
-    pub step: u32,
 }
 
 /// One SGD step: `g = grad + wd·param; buf = momentum·buf + g;

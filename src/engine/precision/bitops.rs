@@ -80,7 +80,7 @@ pub fn savings(p: &Precision, baseline: &Precision, layers: &[ComputeLayer], ste
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::model::ModelName;
+    use crate::engine::model_name::ModelName;
     use crate::engine::precision::geometry::layers;
 
     fn prec(s: &str) -> Precision {

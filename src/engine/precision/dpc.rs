@@ -34,7 +34,7 @@ pub fn bits(layers: &[ComputeLayer], quantized: &[bool], (hi, lo): (u8, u8)) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::model::ModelName;
+    use crate::engine::model_name::ModelName;
     use crate::engine::precision::geometry::layers;
 
     #[test]

@@ -1,7 +1,7 @@
 //! The conv and linear layers of each model as the precision policies see them: MACs per image,
 //! weight count and depth, in forward order (matching `Model::new`).
 
-use crate::engine::model::{ModelName, CLASSES, INPUT_SIDE};
+use crate::engine::model_name::{ModelName, CLASSES, INPUT_SIDE};
 
 /// One conv or linear layer.
 #[derive(Clone, Debug, PartialEq)]

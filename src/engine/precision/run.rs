@@ -9,25 +9,9 @@ use super::bitops::{dfq_costs, gated, layer_bitops, layer_bits, step_bitops};
 use super::geometry::{layers, ComputeLayer};
 use super::policy::Precision;
 use super::schedule::PfqState;
-use crate::engine::model::ModelName;
+use crate::engine::model_name::ModelName;
+pub use crate::engine::ops::gate::DfqPlan;
 use crate::error::{FdsrError, Result};
-
-/// The bit options of DFQ's gates and how they train, as the kernels take them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DfqPlan {
-    /// Forward bits of each option, ascending.
-    pub fw: Vec<u32>,
-    /// Backward bits of each option.
-    pub bw: Vec<u32>,
-    /// Cost of each option relative to static fw=8/bw=16 ([`dfq_costs`]).
-    pub costs: Vec<f32>,
-    /// Target of the expected relative cost.
-    pub target: f32,
-    /// Weight of the cost regularizer.
-    pub alpha: f32,
-    /// Gumbel-softmax temperature.
-    pub tau: f32,
-}
 
 /// What the layers of one step quantize: per compute layer (by name) its index (the RNG stream
 /// of its output gradient), its forward and backward bits (32 bits is full precision) and
