@@ -12,6 +12,7 @@ pub mod error;
 pub mod gpu;
 pub mod io;
 pub mod reference;
+pub mod rules;
 pub mod shaders;
 
 pub use codec::config::{BitChoice, CodecOptions, FdsrConfig, Policy, ReuseConfig, Rounding};

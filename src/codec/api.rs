@@ -2,12 +2,12 @@
 //! [`Compressed`] with any policy, and decompress one (through the device-resident kernels; see
 //! [`super::file`]). Training keeps stored forms on the device instead ([`super::resident`]).
 
-use super::config::{CodecOptions, Policy};
 use super::file;
-use super::format::Compressed;
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::storage_init;
 use crate::gpu::GpuContext;
+use crate::rules::config::{CodecOptions, Policy};
+use crate::rules::format::Compressed;
 pub use file::{CodecStats, FdsrStats, ReuseStats};
 
 /// Largest magnitude the codec accepts (scale codes stay in f32's normal range).

@@ -1,14 +1,14 @@
-//! The codec: policies, the stored format, the device-resident stored forms and their kernels'
-//! drivers, and the file path that reads them back.
+//! The codec: the device-resident stored forms and their kernels' drivers, the file path that
+//! reads them back, and the serialized form (the policies, bodies and allocation rule it
+//! implements live in [`crate::rules`], re-exported here).
 
-pub mod alloc;
 pub mod api;
 pub mod bits;
-pub mod config;
 pub mod file;
-pub mod format;
 pub mod resident;
 pub mod reuse_gpu;
 pub mod scan;
 pub mod serialize;
 pub mod tables;
+
+pub use crate::rules::{alloc, config, format};

@@ -2,11 +2,11 @@
 //! reuse"): records the key, claim and verify rounds of one segment, whose references the pack
 //! then stores in the tile bitstream.
 
-use super::config::ReuseConfig;
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, uniform};
 use crate::gpu::{read_words, Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 use crate::reference::reuse::hyperplanes;
+use crate::rules::config::ReuseConfig;
 
 const WG: u32 = 64;
 /// Hyperplane slots of the uniform (20 bits × 64 coefficients).

@@ -11,54 +11,14 @@
 //! refs u32, payload u32]`. Every count is checked against what the shape implies before anything
 //! is allocated; trailing bytes are an error.
 
-use super::config::Rounding;
-use super::format::{Body, Compressed, DivisionBody, FdsrBody, UniformBody, FORMAT_VERSION};
 use crate::error::{FdsrError, Result};
 use crate::reference::{self, division, fdsr, uniform};
+use crate::rules::config::Rounding;
+use crate::rules::format::{Body, Compressed, DivisionBody, FdsrBody, UniformBody, FORMAT_VERSION};
+pub use crate::rules::sizes::{fdsr_stored_bytes, header_bytes, section_bytes, uniform_stored_bytes, varint_len};
 
 /// First four bytes of every serialized tensor.
 pub const MAGIC: [u8; 4] = *b"FDSR";
-
-/// Bytes of the common header for a tensor of rank `rank`.
-pub fn header_bytes(rank: usize) -> usize {
-    4 + 2 + 1 + 1 + 1 + 8 * rank + 4 + 4
-}
-
-/// Bytes of the LEB128 encoding of `x`.
-pub fn varint_len(x: u64) -> usize {
-    (64 - (x | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-/// Bytes of a section of `count` elements of `elem` bytes each, count prefix included.
-pub fn section_bytes(count: usize, elem: usize) -> usize {
-    varint_len(count as u64) + count * elem
-}
-
-/// Exact serialized size of a `uniform` body of `numel` values at `bits` bits, header included.
-pub fn uniform_stored_bytes(rank: usize, numel: usize, bits: u8) -> usize {
-    let (groups, words) = uniform::lengths(numel as u64, bits);
-    header_bytes(rank) + 3 + section_bytes(groups, 2) + section_bytes(groups, 1) + section_bytes(words, 4)
-}
-
-/// Exact serialized size of an `fdsr` body, header included.
-pub fn fdsr_stored_bytes(
-    rank: usize,
-    n_edges: usize,
-    tiles: usize,
-    planes: usize,
-    refs: usize,
-    payload_words: usize,
-) -> usize {
-    header_bytes(rank)
-        + 1
-        + n_edges
-        + n_edges.saturating_sub(1)
-        + 2
-        + section_bytes(tiles.div_ceil(16), 4)
-        + section_bytes(planes, 1)
-        + section_bytes(refs, 4)
-        + section_bytes(payload_words, 4)
-}
 
 fn rounding_tag(r: Rounding) -> u8 {
     match r {
@@ -161,7 +121,8 @@ impl Compressed {
             ]),
             Body::Fdsr(f) => {
                 let payload = section_bytes(f.payload.len(), 4);
-                let full = (0..self.fdsr_tiles()).filter(|&t| f.class(t) == super::format::TileClass::Full).count();
+                let full =
+                    (0..self.fdsr_tiles()).filter(|&t| f.class(t) == crate::rules::format::TileClass::Full).count();
                 let scaled = f.bits.iter().skip(1).filter(|&&b| (1..=8).contains(&b)).count();
                 let ac_scales = (full * scaled).min(payload);
                 parts.extend([

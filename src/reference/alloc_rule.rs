@@ -1,17 +1,10 @@
 //! The bit allocation rule as the device runs it (`shaders/fdsr_alloc.wgsl`, docs/CODEC.md "Bit
 //! allocation on the device"), step for step in f32: the tree reduction of a segment's analysis,
 //! the estimated error of each band at each width, and the choice of least error whose payload
-//! fits the region. Also the payload size of a tile class, which the stored format and both
-//! allocators share. Pure Rust; imports nothing it judges.
+//! fits the region. Pure Rust; imports nothing it judges.
 
-/// Bit-widths an AC band may take.
-pub const AC_CHOICES: [u8; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 16];
-/// Bit-widths the DC band may take under a budget.
-pub const DC_CHOICES: [u8; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 16];
-/// Up to this many bands (DC included) the search is exhaustive; above it, greedy.
-pub const EXHAUSTIVE_MAX_BANDS: usize = 5;
-/// Weight of the coherent errors (DC, dropped bands) of gradient-aware allocation.
-pub const COHERENT_WEIGHT: f32 = 64.0;
+pub use crate::rules::alloc::{class_bits, AC_CHOICES, COHERENT_WEIGHT, DC_CHOICES, EXHAUSTIVE_MAX_BANDS};
+
 /// Statistics per analysis workgroup: 8 × `Σ n·max²`, 8 × `Σ c²`, zero, DC-only, full, max.
 pub const STATS: usize = 20;
 /// Lanes of the allocation workgroup.
@@ -56,21 +49,6 @@ pub fn inv_l2_table() -> [f32; 12] {
         *v = (1.0 / (l * l)) as f32;
     }
     t
-}
-
-/// Payload bits of one tile by class (zero, DC-only, full, reference in the serialized form):
-/// DC `b_0` bits for classes 1 and 2, plus for class 2 each AC band with `b > 0`: 8 bits of scale
-/// (unless `b = 16`) and `n_band · b` bits.
-pub fn class_bits(edges: &[u8], bits: &[u8]) -> [u32; 4] {
-    let dc = bits.first().copied().unwrap_or(0) as u32;
-    let mut ac = 0u32;
-    for (j, &b) in bits.iter().enumerate().skip(1) {
-        let n = edges.get(j + 1).zip(edges.get(j)).map_or(0, |(e1, e0)| e1.saturating_sub(*e0)) as u32;
-        if b > 0 {
-            ac += if b == 16 { 0 } else { 8 } + n * b as u32;
-        }
-    }
-    [0, dc, dc + ac, 0]
 }
 
 /// A segment's totals as the allocation kernel reduces them.

@@ -10,9 +10,9 @@ use super::fdsr::Geometry;
 use super::pack::{words_for_bits, BitReader, BitWriter};
 use super::quant::*;
 use super::uniform::finite_bf16;
-use crate::codec::config::{CodecOptions, Rounding};
-use crate::codec::format::DivisionBody;
 use crate::error::{FdsrError, Result};
+use crate::rules::config::{CodecOptions, Rounding};
+use crate::rules::format::DivisionBody;
 
 /// Residual bits.
 pub const RESIDUAL_BITS: u32 = 2;

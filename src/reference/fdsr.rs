@@ -11,11 +11,11 @@ use super::alloc_rule::class_bits;
 use super::dct::{self, tiles_along};
 use super::pack::{pack2, words_for_bits, BitReader, BitWriter};
 use super::quant::*;
-use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
-use crate::codec::format::{FdsrBody, TileClass};
 use crate::error::{FdsrError, Result};
+use crate::rules::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
+use crate::rules::format::{FdsrBody, TileClass};
 
-pub use crate::codec::alloc::FdsrStats;
+pub use crate::rules::alloc::FdsrStats;
 
 /// Tiling of a 4-D tensor `[N, C, H, W]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

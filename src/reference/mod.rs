@@ -8,7 +8,7 @@
 //!   range, DCT coefficient and scale stays inside the normal f32 exponent range that the
 //!   bit-built powers of two cover; `lossless` accepts every finite value.
 //! - `fdsr` on rank < 4 takes the flat path (`uniform:B`): under a budget `B` is the largest width
-//!   that fits ([`crate::codec::alloc::flat_bits_for_budget`]); with fixed bits it is the largest
+//!   that fits ([`crate::rules::alloc::flat_bits_for_budget`]); with fixed bits it is the largest
 //!   given band width capped at 8 (at least 1), i.e. the DC width for the usual `8,4,3,2`.
 //! - `division` needs a 4-D tensor.
 //! - Decoding checks that every decoded value is finite.
@@ -30,10 +30,10 @@ pub mod uniform;
 #[cfg(test)]
 mod tests;
 
-use crate::codec::alloc;
-use crate::codec::config::{BitChoice, CodecOptions, Policy};
-use crate::codec::format::{Body, Compressed};
 use crate::error::{FdsrError, Result};
+use crate::rules::alloc;
+use crate::rules::config::{BitChoice, CodecOptions, Policy};
+use crate::rules::format::{Body, Compressed};
 
 /// Most values one tensor may hold.
 pub const MAX_NUMEL: u64 = 1 << 34;

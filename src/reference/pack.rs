@@ -4,10 +4,7 @@
 
 use crate::error::{FdsrError, Result};
 
-/// Number of `u32` words that hold `bits` bits.
-pub fn words_for_bits(bits: u64) -> usize {
-    bits.div_ceil(32) as usize
-}
+pub use crate::rules::sizes::words_for_bits;
 
 /// Appends codes to a word vector.
 #[derive(Clone, Debug, Default)]

@@ -3,7 +3,7 @@
 //! quantization, and bf16/f16 conversions. `shaders/rng.wgsl` (the RNG) and
 //! `shaders/common.wgsl` (the rest) mirror every function here.
 
-use crate::codec::config::Rounding;
+use crate::rules::config::Rounding;
 use half::f16;
 
 /// Smallest allowed base exponent of the scale codes.

@@ -5,8 +5,8 @@
 
 use super::fdsr::Analysis;
 use super::quant::{encode_scale, f16_encode, hash, scale_value};
-use crate::codec::config::ReuseConfig;
-use crate::codec::format::TileClass;
+use crate::rules::config::ReuseConfig;
+use crate::rules::format::TileClass;
 use std::collections::HashMap;
 
 /// Verification tolerance factor `1 − 2^-20`: with it, an accepted coefficient is within the
@@ -173,7 +173,7 @@ pub fn find(
 /// Whether reuse can save bytes at `bits`: a reference costs 32 bits in `refs`, so only when a
 /// full tile's payload is larger.
 pub fn worthwhile(edges: &[u8], bits: &[u8]) -> bool {
-    crate::codec::alloc::class_bits(edges, bits)[2] > 32
+    crate::rules::alloc::class_bits(edges, bits)[2] > 32
 }
 
 /// Runs [`find`] on an analysed tensor encoded with `bits` (the base exponent and DC codes that

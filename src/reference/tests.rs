@@ -3,8 +3,8 @@
 
 use super::quant::{hash, scale_value};
 use super::*;
-use crate::codec::config::{FdsrConfig, Rounding};
-use crate::codec::format::TileClass;
+use crate::rules::config::{FdsrConfig, Rounding};
+use crate::rules::format::TileClass;
 use std::f32::consts::TAU;
 
 /// Uniform float in [0, 1) from a counter.
@@ -74,7 +74,7 @@ fn division_error_is_within_one_step() {
 }
 
 /// Squared-error bound of one tile, coefficient domain, from what the encoder stored.
-fn tile_bound(a: &fdsr::Analysis, f: &crate::codec::format::FdsrBody, t: usize, nearest: bool) -> f64 {
+fn tile_bound(a: &fdsr::Analysis, f: &crate::rules::format::FdsrBody, t: usize, nearest: bool) -> f64 {
     let nb = f.bits.len();
     let zz = &a.coefs[t];
     let sq = |v: f32| (v as f64) * (v as f64);
@@ -112,7 +112,7 @@ fn fdsr_tile_error_is_within_the_band_bounds() {
             for rounding in [Rounding::Stochastic, Rounding::Nearest] {
                 let (c, y) = run(&x, &shape, &format!("fdsr:bits={bits}"), rounding);
                 let Body::Fdsr(f) = &c.body else { panic!("fdsr body expected") };
-                let a = fdsr::analyze(&x, &shape, &f.band_edges, crate::codec::config::DEFAULT_DC_THRESHOLD).unwrap();
+                let a = fdsr::analyze(&x, &shape, &f.band_edges, crate::rules::config::DEFAULT_DC_THRESHOLD).unwrap();
                 let g = a.geometry;
                 for t in 0..g.tiles() {
                     let (p, ty, tx) = (t / g.tiles_per_plane(), (t / g.tiles_x) % g.tiles_y, t % g.tiles_x);

@@ -2,16 +2,14 @@
 //! groups of [`GROUP_SIZE`], each with a bf16-floor minimum and an 8-bit scale code of its range,
 //! values as asymmetric `B`-bit codes with the flat element index as rounding index.
 
-use super::pack::{words_for_bits, BitReader, BitWriter};
+use super::pack::{BitReader, BitWriter};
 use super::quant::*;
-use crate::codec::config::{CodecOptions, Rounding, GROUP_SIZE};
-use crate::codec::format::UniformBody;
 use crate::error::{FdsrError, Result};
+use crate::rules::config::{CodecOptions, Rounding, GROUP_SIZE};
+use crate::rules::format::UniformBody;
 
 /// Group count and payload words of `numel` values at `bits` bits.
-pub fn lengths(numel: u64, bits: u8) -> (usize, usize) {
-    (numel.div_ceil(GROUP_SIZE as u64) as usize, words_for_bits(numel * bits as u64))
-}
+pub use crate::rules::sizes::uniform_lengths as lengths;
 
 /// Checks stored bits and e0 (a [`FdsrError::Corrupt`] otherwise).
 pub fn check_params(bits: u8, e0: i32) -> Result<()> {

@@ -6,10 +6,7 @@
 
 mod fdsr;
 
-use super::alloc;
 use super::bits::{append_bits, extract_bits};
-use super::config::{BitChoice, CodecOptions, Policy, GROUP_SIZE};
-use super::format::{Body, Compressed, DivisionBody, UniformBody};
 use super::resident::flat::{DivisionJob, Stats, UniformJob};
 use super::resident::layout::{segments, DivisionLayout, UniformLayout, FLAG_OUT_OF_RANGE, H_E0};
 use super::resident::{check_input, slice};
@@ -18,9 +15,12 @@ use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::submit;
 use crate::gpu::{read_buffer, read_words, Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 use crate::reference::{checked_shape, division as ref_division, quant, uniform as ref_uniform};
+use crate::rules::alloc;
+use crate::rules::config::{BitChoice, CodecOptions, Policy, GROUP_SIZE};
+use crate::rules::format::{Body, Compressed, DivisionBody, UniformBody};
 
-pub use super::alloc::FdsrStats;
 pub use crate::reference::reuse::ReuseStats;
+pub use crate::rules::alloc::FdsrStats;
 pub use fdsr::reuse_keys;
 
 /// What compressing one tensor measured besides its stored form.

@@ -16,11 +16,11 @@ pub mod layout;
 use std::sync::Arc;
 
 use self::layout::{segments, DivisionLayout, FdsrLayout, UniformLayout, HEADER_WORDS};
-use super::alloc;
-use super::config::{BitChoice, CodecOptions, FdsrConfig, Policy, GROUP_SIZE};
 use super::tables::Tables;
 use crate::error::{FdsrError, Result};
 use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
+use crate::rules::alloc;
+use crate::rules::config::{BitChoice, CodecOptions, FdsrConfig, Policy, GROUP_SIZE};
 
 /// What one segment's region holds.
 pub enum SegmentForm {

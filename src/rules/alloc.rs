@@ -1,13 +1,34 @@
 //! Bit allocation under a budget (docs/CODEC.md, "Bit allocation under a budget"): from the
 //! statistics of one analysis pass, choose bits per band of least estimated error whose exact
-//! stored size fits `budget · numel` bits. Pure Rust; the reference and the GPU driver share it.
+//! stored size fits `budget · numel` bits. Pure Rust; the reference and the codec share it.
 
-use super::serialize;
+use super::sizes::{self as serialize, words_for_bits};
 use crate::error::{FdsrError, Result};
-use crate::reference::pack::words_for_bits;
 
-pub use crate::reference::alloc_rule::{class_bits, AC_CHOICES, DC_CHOICES, EXHAUSTIVE_MAX_BANDS};
-pub use crate::reference::fdsr::validate_body;
+/// Bit-widths an AC band may take.
+pub const AC_CHOICES: [u8; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 16];
+/// Bit-widths the DC band may take under a budget.
+pub const DC_CHOICES: [u8; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 16];
+/// Up to this many bands (DC included) the search is exhaustive; above it, greedy.
+pub const EXHAUSTIVE_MAX_BANDS: usize = 5;
+/// Weight of the coherent errors (DC, dropped bands) of gradient-aware allocation, as the device
+/// computes it (f32).
+pub const COHERENT_WEIGHT: f32 = 64.0;
+
+/// Payload bits of one tile by class (zero, DC-only, full, reference in the serialized form):
+/// DC `b_0` bits for classes 1 and 2, plus for class 2 each AC band with `b > 0`: 8 bits of scale
+/// (unless `b = 16`) and `n_band · b` bits.
+pub fn class_bits(edges: &[u8], bits: &[u8]) -> [u32; 4] {
+    let dc = bits.first().copied().unwrap_or(0) as u32;
+    let mut ac = 0u32;
+    for (j, &b) in bits.iter().enumerate().skip(1) {
+        let n = edges.get(j + 1).zip(edges.get(j)).map_or(0, |(e1, e0)| e1.saturating_sub(*e0)) as u32;
+        if b > 0 {
+            ac += if b == 16 { 0 } else { 8 } + n * b as u32;
+        }
+    }
+    [0, dc, dc + ac, 0]
+}
 /// Rank whose header the flat path's size is computed with (the largest rank it serves).
 pub const FLAT_HEADER_RANK: usize = 3;
 
@@ -50,7 +71,7 @@ pub struct FdsrStats {
 /// Coherent-error weight of gradient-aware allocation. A weight gradient sums products over many
 /// values: unbiased rounding noise of the AC coefficients averages out in that sum, while a DC
 /// error (the same offset on all 64 values of a tile) or a dropped band's bias adds up.
-pub const GRAD_COHERENT_WEIGHT: f64 = crate::reference::alloc_rule::COHERENT_WEIGHT as f64;
+pub const GRAD_COHERENT_WEIGHT: f64 = COHERENT_WEIGHT as f64;
 
 impl FdsrStats {
     /// Empty statistics for `band_edges`.
