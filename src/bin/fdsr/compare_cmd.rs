@@ -22,6 +22,10 @@ pub struct CompareArgs {
     /// Also write the table to OUT.md and the summaries to OUT.json.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Train each run with this many seeds (--seed, --seed + 1, …; the data subset stays the
+    /// one of --seed) and report the mean and spread of accuracy.
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
 }
 
 /// `fdsr compare`: the same run with each policy, side by side.
@@ -30,21 +34,7 @@ pub fn compare(c: &CompareArgs) -> Result<()> {
         return Err(FdsrError::InvalidConfig("compare takes no --resume, --checkpoint or --metrics".into()));
     }
     let policies = fdsr::codec::config::split_policies(&c.policies);
-    let default_precision = precision_of(&c.train.precision)?;
-    let mut cfgs = Vec::new();
-    for entry in &policies {
-        let mut a = config(&c.train)?;
-        let (prec, p) = split_entry(entry)?;
-        a.policy = if p == "none" { None } else { Some(p.parse()?) };
-        cfgs.push((a, prec.or_else(|| default_precision.clone())));
-    }
-    let data = load_data(&c.train)?;
-    let ctx = crate::gpu()?;
-    let mut rows = Vec::new();
-    for (p, (cfg, prec)) in policies.iter().zip(cfgs) {
-        eprintln!("training with {p}…");
-        rows.push(train_run(&ctx, &c.train, cfg, prec, &data)?);
-    }
+    let rows = run_all(&c.train, &policies, c.seeds)?;
     let table = compare_table(&rows);
     print!("{table}");
     if let Some(out) = &c.out {
@@ -52,6 +42,40 @@ pub fn compare(c: &CompareArgs) -> Result<()> {
         fdsr::io::write_atomic(out.with_extension("json"), json!(rows).to_string().as_bytes())?;
     }
     Ok(())
+}
+
+/// Trains every entry of `policies` with `seeds` seeds each and returns one row per entry (the
+/// seeds' mean, see [`crate::aggregate`]). Every entry is checked before any training.
+pub(crate) fn run_all(train: &TrainArgs, policies: &[String], seeds: u64) -> Result<Vec<Value>> {
+    if seeds == 0 {
+        return Err(FdsrError::InvalidConfig("--seeds 0: at least one seed is needed".into()));
+    }
+    let default_precision = precision_of(&train.precision)?;
+    let mut cfgs = Vec::new();
+    for entry in policies {
+        let mut a = config(train)?;
+        let (prec, p) = split_entry(entry)?;
+        a.policy = if p == "none" { None } else { Some(p.parse()?) };
+        cfgs.push((a, prec.or_else(|| default_precision.clone())));
+    }
+    let data = load_data(train)?;
+    let ctx = crate::gpu()?;
+    let mut rows = Vec::new();
+    for (p, (cfg, prec)) in policies.iter().zip(cfgs) {
+        let mut runs = Vec::new();
+        for k in 0..seeds {
+            eprintln!("training with {p} (seed {})…", cfg.seed + k);
+            runs.push(train_run(
+                &ctx,
+                train,
+                fdsr::engine::TrainConfig { seed: cfg.seed + k, ..cfg.clone() },
+                prec.clone(),
+                &data,
+            )?);
+        }
+        rows.push(crate::aggregate::mean_row(runs));
+    }
+    Ok(rows)
 }
 
 /// The row label: the precision policy (if any) `+` the saved-activation policy.
@@ -69,13 +93,13 @@ type Column = (&'static str, Box<dyn Fn(&Value, Option<&Value>) -> String>);
 
 /// The table of the runs; columns that no run needs are left out: BitOPs saved without any
 /// precision policy, the reuse hit rate without reuse, the gradient error without any probe.
-fn compare_table(rows: &[Value]) -> String {
+pub(crate) fn compare_table(rows: &[Value]) -> String {
     let base = rows.iter().find(|r| run_name(r) == "none").or(rows.first());
     let f = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
     let any = |p: &dyn Fn(&Value) -> bool| rows.iter().any(p);
     let mut cols: Vec<Column> = vec![
         ("run", Box::new(|r, _| run_name(r))),
-        ("test accuracy", Box::new(move |r, _| format!("{:.4}", f(r, "test_accuracy")))),
+        ("test accuracy", Box::new(move |r, _| crate::aggregate::accuracy_cell(r))),
         (
             "Δ vs base",
             Box::new(move |r, b| {

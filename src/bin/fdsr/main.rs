@@ -8,10 +8,13 @@ use fdsr::{Compressed, FdsrError, GpuContext, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod aggregate;
 mod bench_cmd;
 mod compare_cmd;
 mod inspect;
+mod plot;
 mod runtime_dir;
+mod sweep_cmd;
 mod train_cmd;
 
 #[derive(Parser)]
@@ -41,6 +44,9 @@ enum Cmd {
     Train(train_cmd::TrainArgs),
     /// Train the same run with several activation policies and compare them.
     Compare(compare_cmd::CompareArgs),
+    /// The ratio–accuracy frontier: fp32, uniform:B, division and fdsr:ratio=R side by side,
+    /// as a table, JSON and an SVG plot.
+    Sweep(sweep_cmd::SweepArgs),
     /// Data sets.
     #[command(subcommand)]
     Data(DataCmd),
@@ -224,6 +230,7 @@ fn main() -> ExitCode {
         Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Train(a) => train_cmd::run(a),
         Cmd::Compare(a) => compare_cmd::compare(a),
+        Cmd::Sweep(a) => sweep_cmd::sweep(a),
         Cmd::Data(DataCmd::Fetch { dataset, dir }) => fetch_cmd(dataset, dir.as_deref()),
     };
     match r {

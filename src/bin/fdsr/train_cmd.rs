@@ -346,7 +346,7 @@ pub(crate) fn train_run(
     bar.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();
     let summary = json!({ "kind": "summary", "model": s.config().model.to_string(), "dataset": dataset.to_string(),
-        "policy": policy, "epochs": s.config().epochs, "steps": s.trainer.step, "train_images": s.train.len(),
+        "policy": policy, "seed": s.config().seed, "epochs": s.config().epochs, "steps": s.trainer.step, "train_images": s.train.len(),
         "test_accuracy": test_m.map(|t| t.accuracy), "test_loss": test_m.map(|t| t.loss), "last": last,
         "seconds": secs, "step_ms": 1e3 * train_secs / steps_run.max(1) as f64,
         "images_per_s": (steps_run * a.batch as u64) as f64 / train_secs.max(1e-9), "adapter": ctx.adapter_description(),

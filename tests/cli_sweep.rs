@@ -1,0 +1,88 @@
+//! `fdsr compare --seeds` and `fdsr sweep` from the command line on a small synthetic data set:
+//! seeds average into one row with their spread, and a sweep writes its table, JSON and plot.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use fdsr::data::{synthetic, Split};
+
+fn fdsr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fdsr")).args(args).output().expect("the fdsr binary runs")
+}
+
+/// A data directory with 32 training and 16 test images.
+fn data_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-sweep-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    synthetic::images(32, 28, 28, 10, 1).save(&dir, Split::Train).unwrap();
+    synthetic::images(16, 28, 28, 10, 2).save(&dir, Split::Test).unwrap();
+    dir
+}
+
+const RUN: [&str; 9] = ["--model", "tiny", "--epochs", "1", "--batch", "8", "--quiet", "--probe-every", "0"];
+
+#[test]
+fn seeds_average_and_a_sweep_writes_its_plot() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let data = data_dir("run");
+    let (d, out) = (data.to_str().unwrap(), data.join("cmp"));
+    let mut a = vec![
+        "compare",
+        "--data-dir",
+        d,
+        "--seeds",
+        "2",
+        "--policies",
+        "none,uniform:2",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    a.extend(RUN);
+    let r = fdsr(&a);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row["seeds"], serde_json::json!([0, 1]), "{row}");
+        let (acc, all) = (row["test_accuracy"].as_f64().unwrap(), row["test_accuracies"].as_array().unwrap());
+        let mean = all.iter().map(|v| v.as_f64().unwrap()).sum::<f64>() / 2.0;
+        assert!((acc - mean).abs() < 1e-12 && row["test_accuracy_std"].is_number(), "{row}");
+    }
+    assert!(std::fs::read_to_string(out.with_extension("md")).unwrap().contains(" ± "));
+
+    let out = data.join("sweep");
+    let mut a = vec![
+        "sweep",
+        "--data-dir",
+        d,
+        "--uniform",
+        "2",
+        "--ratios",
+        "6",
+        "--no-division",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    a.extend(RUN);
+    let r = fdsr(&a);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let table = std::fs::read_to_string(out.with_extension("md")).unwrap();
+    assert!(
+        table.contains("uniform:2") && table.contains("fdsr:ratio=6,mask,grad") && table.lines().count() == 5,
+        "{table}"
+    );
+    let svg = std::fs::read_to_string(out.with_extension("svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("fdsr") && svg.contains("uniform"), "{svg}");
+    // A ratio the model cannot reach stops the sweep with the reason.
+    let mut a = vec!["sweep", "--data-dir", d, "--uniform", "2", "--ratios", "40", "--no-division"];
+    a.extend(RUN);
+    let r = fdsr(&a);
+    let e = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success() && e.contains("largest ratio reachable") && !e.contains("panicked"), "{e}");
+}
