@@ -204,8 +204,8 @@ fn band_stats(c: Tile, t: u32) {
 fn fold(a: f32, b: f32, is_max: bool) -> f32 { return select(a + b, max(a, b), is_max); }
 
 // Classifies tile t into work[t], records its plane's max |DC| and non-zero count, and sums the
-// workgroup's statistics into partials[group * STATS + s] by the pairwise tree of strides
-// 32, 16, ..., 1 (the last statistic max-ed).
+// workgroup's statistics into partials[group * STATS + s], tiles in order (the last statistic
+// max-ed).
 @compute @workgroup_size(64)
 fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32) {
@@ -238,15 +238,12 @@ fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
         red[(16u + cls) * WG + lid] = 1.0;
     }
     workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-        if (lid < stride) {
-            for (var s = 0u; s < STATS; s++) {
-                red[s * WG + lid] = fold(red[s * WG + lid], red[s * WG + lid + stride], s == STATS - 1u);
-            }
-        }
-        workgroupBarrier();
+    // One lane per statistic folds the workgroup's 64 tiles in order: one barrier, not a tree's six.
+    if (lid < STATS && g * WG < p.tiles) {
+        var acc = red[lid * WG];
+        for (var l = 1u; l < WG; l++) { acc = fold(acc, red[lid * WG + l], lid == STATS - 1u); }
+        partials[g * STATS + lid] = acc;
     }
-    if (lid < STATS && g * WG < p.tiles) { partials[g * STATS + lid] = red[lid * WG]; }
 }
 
 // One invocation per word of the class section (16 tiles) and then of the DC-code section

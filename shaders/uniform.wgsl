@@ -39,38 +39,33 @@ fn e0() -> i32 { return bitcast<i32>(region[H_E0]); }
 fn group_min(g: u32) -> f32 { return bf16_value((region[p.mins_off + (g >> 1u)] >> ((g & 1u) * 16u)) & 0xffffu); }
 fn group_code(g: u32) -> u32 { return (region[p.codes_off + (g >> 2u)] >> ((g & 3u) * 8u)) & 0xffu; }
 
-var<workgroup> lo: array<f32, 256>;
-var<workgroup> hi: array<f32, 256>;
-
 // Lossy inputs must be finite with |x| < 2^120 (src/reference/mod.rs); 2^120 has bits 0x7b800000.
 fn out_of_range(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) >= 0x7b800000u; }
 
-// One workgroup per group: min and max by shared-memory reduction.
+// One invocation per group: min and max over its values in order (no barriers: on a software
+// adapter a workgroup tree per group of 256 cost fifteen times a copy).
 @compute @workgroup_size(256)
 fn group_stats(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
-    let g = group_index(wg, nwg);
+    let g = group_index(wg, nwg) * 256u + lid;
     if (g >= p.groups) { return; }
-    // A partial last group repeats its last value, which changes neither min nor max.
-    let x = input[min(g * GROUP + lid, p.n - 1u)];
-    if (out_of_range(x)) { atomicOr(&gmax[1], 1u); }
-    lo[lid] = x;
-    hi[lid] = x;
-    workgroupBarrier();
-    for (var s = GROUP / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            lo[lid] = min(lo[lid], lo[lid + s]);
-            hi[lid] = max(hi[lid], hi[lid + s]);
-        }
-        workgroupBarrier();
+    let first = g * GROUP;
+    let last = min(first + GROUP, p.n);
+    var l = input[first];
+    var u = l;
+    var bad = false;
+    for (var i = first; i < last; i++) {
+        let x = input[i];
+        bad = bad || out_of_range(x);
+        l = min(l, x);
+        u = max(u, x);
     }
-    if (lid == 0u) {
-        let mn = bf16_floor(lo[0]);
-        let range = hi[0] - bf16_value(mn);
-        stats[2u * g] = mn;
-        stats[2u * g + 1u] = bitcast<u32>(range);
-        atomicMax(&gmax[0], bitcast<u32>(range));
-    }
+    if (bad) { atomicOr(&gmax[1], 1u); }
+    let mn = bf16_floor(l);
+    let range = u - bf16_value(mn);
+    stats[2u * g] = mn;
+    stats[2u * g + 1u] = bitcast<u32>(range);
+    atomicMax(&gmax[0], bitcast<u32>(range));
 }
 
 // One invocation: the segment's e0 from its largest range, and the out-of-range flag.

@@ -159,7 +159,7 @@ impl UniformJob<'_> {
         enc.clear_buffer(&st.gmax, 0, None);
         let p = self.params();
         let bufs = [Some(x), Some(&*st.items), Some(&*st.gmax), None, None];
-        run(self.ctx, enc, "uniform", "group_stats", self.tables, &p, bufs, self.layout.groups as u32)?;
+        run(self.ctx, enc, "uniform", "group_stats", self.tables, &p, bufs, (self.layout.groups as u32).div_ceil(WG))?;
         Ok(st)
     }
 
