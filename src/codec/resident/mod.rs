@@ -12,6 +12,7 @@
 pub mod fdsr;
 pub mod flat;
 pub mod layout;
+mod params;
 
 use std::sync::Arc;
 

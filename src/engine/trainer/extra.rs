@@ -1,0 +1,156 @@
+//! The trainer's extra passes, each leaving the run as it was: the budget controller's probe (a
+//! sub-batch forward and backward with exact and with compressed saved activations) and the
+//! step plan (a one-image forward that records what a step saves).
+
+use super::{record, upload_batch, Trainer};
+use crate::codec::config::{BitChoice, Policy};
+use crate::engine::controller::GradPair;
+use crate::engine::layers::Pass;
+use crate::engine::model::Model;
+use crate::engine::precision::QuantPlan;
+use crate::engine::saved::SavedActivations;
+use crate::engine::tensor::Tensor;
+use crate::error::Result;
+use crate::gpu::{Category, GpuContext};
+
+/// Share of a batch the gradient-error probe runs on: `⌈n / PROBE_SHARE⌉` images.
+pub const PROBE_SHARE: usize = 8;
+
+/// Records copies of the model's persistent buffers that a training forward changes (batch-norm
+/// running statistics, DFQ gate counts): pairs of (buffer, copy).
+fn snapshot_state(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, model: &mut Model) -> Vec<(Tensor, Tensor)> {
+    let mut kept = Vec::new();
+    let mut copy = |t: &Tensor| {
+        let c = Tensor::uninit(ctx, t.shape(), Category::Workspace);
+        enc.copy_buffer_to_buffer(t.buffer(), 0, c.buffer(), 0, t.numel() as u64 * 4);
+        kept.push((t.clone(), c));
+    };
+    model.visit(&mut |p| {
+        if p.grad.is_none() {
+            copy(&p.value);
+        }
+    });
+    model.gates(&mut |_, slot| {
+        if let Some(g) = slot {
+            copy(&g.counts);
+        }
+    });
+    kept
+}
+
+/// Records putting back what [`snapshot_state`] copied.
+fn restore_state(enc: &mut wgpu::CommandEncoder, kept: &[(Tensor, Tensor)]) {
+    for (t, c) in kept {
+        enc.copy_buffer_to_buffer(c.buffer(), 0, t.buffer(), 0, t.numel() as u64 * 4);
+    }
+}
+
+/// Reads back the gradient of every weight (`*.weight` parameters, not DFQ gates'), in visiting order.
+async fn read_gradients(ctx: &GpuContext, model: &Model) -> Result<Vec<(String, Vec<f32>)>> {
+    let mut grads = Vec::new();
+    model.visit(&mut |p| {
+        if let (true, Some(g)) = (p.name.ends_with(".weight") && !p.name.contains(".gate."), &p.grad) {
+            grads.push((p.name.clone(), g.clone()));
+        }
+    });
+    let mut out = Vec::with_capacity(grads.len());
+    for (name, g) in grads {
+        out.push((name, g.to_vec(ctx).await?));
+    }
+    Ok(out)
+}
+
+impl Trainer {
+    /// The controller's gradient-error probe: the first [`PROBE_SHARE`]th of the batch goes
+    /// forward and backward twice, with exact and with compressed saved activations (the same
+    /// tensors compressed as in a whole batch); the two sets of weight gradients and the
+    /// compressed pass's records (scheduled readbacks) go to the controller, whose budgets then
+    /// apply from this step on. Batch-norm running statistics
+    /// and gate counts are put back afterwards, and the step's own backward overwrites every
+    /// gradient, so the probe leaves the training run as it was; holding a sub-batch, it never
+    /// needs more memory than the step itself.
+    pub(super) async fn probe(
+        &mut self,
+        ctx: &GpuContext,
+        images: &[f32],
+        labels: &[u8],
+        quant: Option<&QuantPlan>,
+    ) -> Result<()> {
+        let n = labels.len().div_ceil(PROBE_SHARE).max(1);
+        let per = images.len() / labels.len().max(1);
+        let model = &mut self.model;
+        let kept = record(ctx, "probe snapshot", |enc| Ok(snapshot_state(ctx, enc, model))).await?;
+        let (mut grads, mut records) = (Vec::new(), Vec::new());
+        for exact in [true, false] {
+            let mut store = if exact {
+                SavedActivations::new()
+            } else {
+                let mut s = SavedActivations::like(&self.saved)?;
+                s.set_batch_share(labels.len(), n);
+                s
+            };
+            store.begin_step(self.step_seed());
+            let (x, y) = upload_batch(ctx, &images[..n * per], &labels[..n])?;
+            self.pass(ctx, x, &y, &mut store, quant, false).await?;
+            grads.push(read_gradients(ctx, &self.model).await?);
+            if !exact {
+                records = store.read_records(ctx).await?;
+            }
+        }
+        record(ctx, "probe restore", |enc| {
+            restore_state(enc, &kept);
+            Ok(())
+        })
+        .await?;
+        let pairs: Vec<GradPair> =
+            grads[0].iter().zip(&grads[1]).map(|((name, e), (_, c))| GradPair::new(name, e, c)).collect();
+        let average = self.plan.as_ref().map_or(0.0, |p| p.1.average);
+        if let Some(c) = self.controller.as_mut() {
+            c.update(self.step, &pairs, &records, average);
+            self.saved.set_budgets(c.budgets().clone());
+        }
+        Ok(())
+    }
+
+    /// The step plan under an `fdsr` budget (None for other policies): what a one-image forward
+    /// saves, scaled to `batch`, shared out so that the step stays under the budget
+    /// ([`super::saved::plan`]). Batch-norm state is put back afterwards.
+    pub(super) async fn make_plan(
+        &mut self,
+        ctx: &GpuContext,
+        images: &[f32],
+        batch: usize,
+        quant: Option<&QuantPlan>,
+    ) -> Result<()> {
+        let Some(Policy::Fdsr(cfg)) = self.saved.policy().cloned() else { return Ok(()) };
+        let BitChoice::Budget(budget) = cfg.bits else { return Ok(()) };
+        let per = images.len() / batch.max(1);
+        let model = &mut self.model;
+        let kept = record(ctx, "plan snapshot", |enc| Ok(snapshot_state(ctx, enc, model))).await?;
+        let mut h = Tensor::from_slice(
+            ctx,
+            &images[..per],
+            &[1, 1, crate::engine::model::INPUT_SIDE, crate::engine::model::INPUT_SIDE],
+            Category::Workspace,
+        )?;
+        let mut rec = SavedActivations::recorder();
+        for i in 0..self.model.layer_count() {
+            let model = &mut self.model;
+            h = record(ctx, "plan", |enc| {
+                model.forward_layer(i, &mut Pass { ctx, enc, saved: &mut rec, train: true, quant }, h)
+            })
+            .await?;
+        }
+        record(ctx, "plan restore", |enc| {
+            restore_state(enc, &kept);
+            Ok(())
+        })
+        .await?;
+        let label = Policy::Fdsr(cfg).to_string();
+        let p =
+            crate::engine::saved::plan::plan(&rec.take_plan_items(), batch, budget, ctx.max_binding_bytes(), &label)?;
+        self.saved.set_plan_budgets(p.budgets.clone());
+        self.plan = Some((batch, p));
+        Ok(())
+    }
+}
