@@ -31,7 +31,7 @@ impl Layer for Relu {
         Ok(y.with_sign(Sign::Masked(Box::new(mask.words))))
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
-        let mask = ops::BitMask { words: p.saved.load(self.id, 0)?, len: self.len };
+        let mask = ops::BitMask { words: p.load(self.id, 0)?, len: self.len };
         Ok(Some(ops::relu_backward(p.ctx, p.enc, &dy, &mask)?))
     }
     fn visit(&self, _: &mut dyn FnMut(&Param)) {}
@@ -65,7 +65,7 @@ impl Layer for MaxPool2 {
         Ok(y.with_sign(sign))
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
-        let index = ops::PoolIndex { words: p.saved.load(self.id, 0)?, len: self.index_len };
+        let index = ops::PoolIndex { words: p.load(self.id, 0)?, len: self.index_len };
         Ok(Some(ops::maxpool2_backward(p.ctx, p.enc, &dy, &index, &self.input_shape)?))
     }
     fn visit(&self, _: &mut dyn FnMut(&Param)) {}

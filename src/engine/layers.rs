@@ -93,7 +93,7 @@ impl Conv2d {
     ) -> Result<Option<Tensor>> {
         let g = self.geom.ok_or_else(|| no_forward(&self.weight.name))?;
         let stream = q.backward_bits(&self.name).map_or(0, |b| b.1);
-        let x = p.saved.load(self.id, 0)?;
+        let x = p.load(self.id, 0)?;
         let dy = gate.output_grad(p, &dy, d, (q.seed, stream))?;
         let xq = gate.requantize(p, &x, d)?;
         gemm::conv2d_backward_weight(p.ctx, p.enc, &g, &dy, &xq, self.weight.grad()?)?;
@@ -151,7 +151,7 @@ impl Layer for Conv2d {
             return dx;
         }
         let g = self.geom.ok_or_else(|| no_forward(&self.weight.name))?;
-        let x = p.saved.load(self.id, 0)?;
+        let x = p.load(self.id, 0)?;
         let dy = quantized::output_grad(p, &self.name, dy)?;
         gemm::conv2d_backward_weight(p.ctx, p.enc, &g, &dy, &x, self.weight.grad()?)?;
         drop(x);
@@ -217,7 +217,7 @@ impl Layer for Linear {
         Ok(y)
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
-        let x = p.saved.load(self.id, 0)?;
+        let x = p.load(self.id, 0)?;
         let dy = quantized::output_grad(p, &self.name, dy)?;
         gemm::linear_backward_weight(p.ctx, p.enc, &dy, &x, self.weight.grad()?)?;
         let rows = dy.shape()[0];
@@ -287,7 +287,7 @@ impl Layer for BatchNorm2d {
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
         // Kept (not taken): the probe runs a second backward of the same forward.
         let stats = self.stats.clone().ok_or_else(|| no_forward(&self.gamma.name))?;
-        let x = p.saved.load(self.id, 0)?;
+        let x = p.load(self.id, 0)?;
         let (dg, db) = (self.gamma.grad()?, self.beta.grad()?);
         Ok(Some(ops::batchnorm_backward(p.ctx, p.enc, &dy, &x, &stats, &self.gamma.value, dg, db)?))
     }

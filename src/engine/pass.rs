@@ -28,4 +28,9 @@ impl Pass<'_> {
         self.saved.save(layer, slot, name, t, kind);
         self.saved.flush(self.ctx, self.enc)
     }
+
+    /// Takes back what `layer` saved in `slot`, decoded into this pass where it was compressed.
+    pub fn load(&mut self, layer: usize, slot: u8) -> Result<Tensor> {
+        self.saved.load(self.ctx, self.enc, layer, slot)
+    }
 }

@@ -5,8 +5,9 @@
 //! activations ([`compressible`]) are queued by [`SavedActivations::save`] and encoded by
 //! [`SavedActivations::flush`] into device-resident regions ([`crate::codec::resident`]),
 //! recorded into the caller's command encoder right after the op that saved them
-//! (`Pass::save` does both); their fp32 buffers return to the pool at once. [`SavedActivations::restore_since`] records the
-//! decode of a group straight into pooled device tensors before its backward. Nothing of an
+//! (`Pass::save` does both); their fp32 buffers return to the pool at once.
+//! [`SavedActivations::load`] records the decode of one tensor straight into a pooled device
+//! tensor just before the backward op that reads it (`Pass::load`). Nothing of an
 //! activation, and no per-tensor metadata, crosses to the host: the bits are chosen on the
 //! device, and what only the device knows (bytes written, reuse counts, the allocation's
 //! statistics) is read when asked for ([`SavedActivations::take_stats`],
@@ -69,7 +70,6 @@ struct Pending {
 /// A device-resident stored tensor (of the fp32 tensor with id `tensor`) and the mask that its
 /// decode re-applies.
 struct Stored {
-    seq: u64,
     key: Key,
     tensor: u64,
     resident: Resident,
@@ -129,11 +129,6 @@ impl SavedActivations {
     /// The policy the store compresses with (`None`: fp32).
     pub fn policy(&self) -> Option<&Policy> {
         self.policy.as_ref()
-    }
-
-    /// Sequence number of the next save: group boundaries for [`Self::restore_since`].
-    pub fn mark(&self) -> u64 {
-        self.seq
     }
 
     /// Keeps `t` for the backward of `layer` in `slot` (replacing what was there); `name` says
@@ -220,36 +215,46 @@ impl SavedActivations {
                 self.stats.stored_bytes += mask_bytes;
             }
             self.records.push(PendingRecord::stored(&name, key.0, &r, &policy, own_mask, mask_bytes));
-            self.stored.push(Stored { seq, key, tensor: t.id(), resident: r, mask: mask.map(|m| m.0) });
+            self.stored.push(Stored { key, tensor: t.id(), resident: r, mask: mask.map(|m| m.0) });
         }
         Ok(())
     }
 
-    /// Records into `enc` the decoding of every tensor saved at or after `mark` into pooled
-    /// device tensors, which the backward recorded after it reads.
-    pub fn restore_since(&mut self, ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, mark: u64) -> Result<()> {
-        while self.stored.last().is_some_and(|s| s.seq > mark) {
-            let Some(s) = self.stored.pop() else { break };
-            let mut t = Tensor::uninit(ctx, &s.resident.shape, Category::Workspace);
-            record_decode(ctx, enc, &s.resident, t.buffer())?;
-            if let Some(mask) = &s.mask {
-                t = ops::mask_clamp(ctx, enc, &t, mask)?;
+    /// Takes back what `layer` saved in `slot`, recording its decode into `enc` first where it
+    /// was stored compressed (just in time: one decoded tensor at a time, not a whole block's);
+    /// its memory is released when the caller drops it. A tensor saved under two keys is decoded
+    /// once and handed to both.
+    pub fn load(&mut self, ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, layer: usize, slot: u8) -> Result<Tensor> {
+        let key = (layer, slot);
+        let t = match self.slots.remove(&key) {
+            Some(t) => t,
+            None => {
+                let orig = self.aliases.iter().find(|a| a.0 == key).map_or(key, |a| a.1);
+                let i = self.stored.iter().position(|s| s.key == orig).ok_or_else(|| {
+                    FdsrError::InvalidConfig(format!(
+                        "layer {layer} has nothing saved in slot {slot}: backward without forward, or loaded twice"
+                    ))
+                })?;
+                let s = self.stored.remove(i);
+                let mut t = Tensor::uninit(ctx, &s.resident.shape, Category::Workspace);
+                record_decode(ctx, enc, &s.resident, t.buffer())?;
+                if let Some(mask) = &s.mask {
+                    t = ops::mask_clamp(ctx, enc, &t, mask)?;
+                }
+                let others: Vec<Key> = self
+                    .aliases
+                    .iter()
+                    .filter(|a| a.1 == orig)
+                    .map(|a| a.0)
+                    .chain([orig])
+                    .filter(|&k| k != key)
+                    .collect();
+                for k in others {
+                    self.slots.insert(k, t.clone());
+                }
+                t
             }
-            for (alias, _) in self.aliases.iter().filter(|a| a.1 == s.key) {
-                self.slots.insert(*alias, t.clone());
-            }
-            self.slots.insert(s.key, t);
-        }
-        Ok(())
-    }
-
-    /// Takes back what `layer` saved in `slot`; its memory is released when the caller drops it.
-    pub fn load(&mut self, layer: usize, slot: u8) -> Result<Tensor> {
-        let t = self.slots.remove(&(layer, slot)).ok_or_else(|| {
-            FdsrError::InvalidConfig(format!(
-                "layer {layer} has nothing saved in slot {slot}: backward without forward, or not restored"
-            ))
-        })?;
+        };
         t.set_category(Category::Workspace);
         Ok(t)
     }

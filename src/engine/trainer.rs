@@ -241,10 +241,8 @@ impl Trainer {
         count: bool,
     ) -> Result<()> {
         let layers = self.model.layer_count();
-        let mut marks = Vec::with_capacity(layers);
         let mut h = x;
         for i in 0..layers {
-            marks.push(store.mark());
             let model = &mut self.model;
             h = record(ctx, "forward", |enc| {
                 model.forward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, h)
@@ -263,7 +261,6 @@ impl Trainer {
         for i in (0..layers).rev() {
             let model = &mut self.model;
             let dx = record(ctx, "backward", |enc| {
-                store.restore_since(ctx, enc, marks[i])?;
                 model.backward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, d)
             })
             .await?;
