@@ -5,18 +5,22 @@ mod common;
 
 use common::{close, rand, read, up};
 
-use fdsr::engine::gemm::{self, ConvGeom};
+use fdsr::engine::gemm::{self, ConvGeom, GemmPlan};
 use fdsr::engine::Tensor;
 use fdsr::gpu::Category;
 use fdsr::reference::conv as r;
 
-const GEOMS: [ConvGeom; 6] = [
+const GEOMS: [ConvGeom; 9] = [
     ConvGeom { batch: 2, cin: 3, h: 9, w: 7, cout: 5, ksize: 3, stride: 1, pad: 1 },
     ConvGeom { batch: 3, cin: 4, h: 10, w: 10, cout: 70, ksize: 3, stride: 2, pad: 1 },
     ConvGeom { batch: 2, cin: 6, h: 8, w: 8, cout: 3, ksize: 1, stride: 2, pad: 0 },
     ConvGeom { batch: 1, cin: 1, h: 32, w: 32, cout: 8, ksize: 3, stride: 1, pad: 1 },
     ConvGeom { batch: 5, cin: 2, h: 31, w: 29, cout: 4, ksize: 3, stride: 1, pad: 1 },
     ConvGeom { batch: 2, cin: 17, h: 5, w: 6, cout: 9, ksize: 3, stride: 1, pad: 0 },
+    // Long reductions: the weight gradient splits K (16 to 64 rows per tile, uneven last split).
+    ConvGeom { batch: 4, cin: 3, h: 32, w: 32, cout: 16, ksize: 3, stride: 1, pad: 1 },
+    ConvGeom { batch: 6, cin: 5, h: 15, w: 17, cout: 40, ksize: 3, stride: 2, pad: 1 },
+    ConvGeom { batch: 3, cin: 24, h: 16, w: 16, cout: 20, ksize: 1, stride: 1, pad: 0 },
 ];
 
 #[test]
@@ -46,6 +50,45 @@ fn conv2d_matches_reference() {
         close(&read(&ctx, &dx), &r::conv2d_backward_data(g, &dy, &w), 1e-4, &format!("{g:?} dx"));
         close(&read(&ctx, &dwt), &r::conv2d_backward_weight(g, &dy, &x), 1e-3, &format!("{g:?} dw"));
     }
+}
+
+/// The plans of the test shapes cover every tile height and both one and many splits.
+#[test]
+fn test_shapes_cover_the_plans() {
+    let plans: Vec<GemmPlan> = GEOMS
+        .iter()
+        .flat_map(|g| {
+            let (kk, ohw) = (g.ksize * g.ksize, g.oh() * g.ow());
+            [
+                GemmPlan::choose(g.cout, g.batch * ohw, g.cin * kk, 128 << 20),
+                GemmPlan::choose(g.cin, g.batch * g.h * g.w, g.cout * kk, 128 << 20),
+                GemmPlan::choose(g.cout, g.cin * kk, g.batch * ohw, 128 << 20),
+            ]
+        })
+        .collect();
+    for tm in [16, 32, 64] {
+        assert!(plans.iter().any(|p| p.tm == tm), "no test shape has {tm}-row tiles: {plans:?}");
+    }
+    assert!(plans.iter().any(|p| p.splits == 1) && plans.iter().any(|p| p.splits > 8 && p.lanes > 1));
+}
+
+/// A split weight gradient gives the same bits every time (fixed-order partial sums).
+#[test]
+fn split_weight_gradient_is_reproducible() {
+    let Some(ctx) = common::gpu() else { return };
+    let g = GEOMS[6];
+    let (x, dy) = (rand(g.batch * g.cin * g.h * g.w, 5), rand(g.out_shape().iter().product(), 6));
+    let (xt, dyt) = (up(&ctx, &x, &[g.batch, g.cin, g.h, g.w]), up(&ctx, &dy, &g.out_shape()));
+    let runs: Vec<Vec<u32>> = (0..2)
+        .map(|_| {
+            let dwt = Tensor::uninit(&ctx, &g.weight_shape(), Category::Gradients);
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            gemm::conv2d_backward_weight(&ctx, &mut enc, &g, &dyt, &xt, &dwt).unwrap();
+            ctx.queue.submit([enc.finish()]);
+            read(&ctx, &dwt).iter().map(|v| v.to_bits()).collect()
+        })
+        .collect();
+    assert_eq!(runs[0], runs[1]);
 }
 
 #[test]

@@ -49,3 +49,20 @@ fn the_rng_is_defined_once() {
     }
     assert!(!fdsr::shaders::COMMON.contains("fn hash32"), "common.wgsl copies the RNG");
 }
+
+/// The GEMM shader validates and translates to SPIR-V with every tile height the engine sets
+/// through its `TM` override (override-sized workgroup arrays included).
+#[test]
+fn gemm_tiles_validate_and_translate() {
+    let src = fdsr::shaders::source("gemm").expect("registered");
+    let module = naga::front::wgsl::parse_str(&src).expect("parses");
+    let info = Validator::new(ValidationFlags::all(), Capabilities::empty()).validate(&module).expect("validates");
+    for tm in fdsr::engine::gemm::TILE_ROWS {
+        let mut constants = naga::back::PipelineConstants::default();
+        constants.insert("TM".into(), tm as f64);
+        let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
+            .unwrap_or_else(|e| panic!("TM={tm}: {e}"));
+        naga::back::spv::write_vec(&m, &i, &naga::back::spv::Options::default(), None)
+            .unwrap_or_else(|e| panic!("TM={tm}: {e}"));
+    }
+}

@@ -17,7 +17,7 @@ mod wait;
 mod wait;
 
 pub use context::{ContextOptions, GpuContext};
-pub use pipelines::PipelineCache;
+pub use pipelines::{Constants, PipelineCache};
 pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES, STORAGE_USAGE};
 pub use profiler::{Profiler, Timings};
 pub use readback::{read_buffer, read_words};
