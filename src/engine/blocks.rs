@@ -143,8 +143,7 @@ impl BasicBlock {
     pub fn new(b: &mut Builder<'_>, name: &str, cin: usize, cout: usize, stride: usize) -> Result<Self> {
         let mut main = Sequential::default();
         main.push(Conv2d::new(b, &format!("{name}.conv1"), cin, cout, 3, stride, 1, true)?);
-        main.push(BatchNorm2d::new(b, &format!("{name}.bn1"), cout)?);
-        main.push(Relu::new(b));
+        main.push(BatchNorm2d::with_relu(b, &format!("{name}.bn1"), cout)?);
         main.push(Conv2d::new(b, &format!("{name}.conv2"), cout, cout, 3, 1, 1, true)?);
         main.push(BatchNorm2d::new(b, &format!("{name}.bn2"), cout)?);
         let shortcut = if stride != 1 || cin != cout {

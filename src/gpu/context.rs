@@ -1,4 +1,5 @@
-//! `GpuContext`: adapter choice (honoring `WGPU_BACKEND` / `WGPU_ADAPTER_NAME`), device, limits.
+//! `GpuContext`: adapter choice (honoring `WGPU_BACKEND` / `WGPU_ADAPTER_NAME`), device, limits,
+//! and what the adapter offers (features, cooperative-matrix configurations).
 
 use super::{BufferPool, PipelineCache, Profiler, TransferCounts, Transfers};
 use crate::error::{FdsrError, Result};
@@ -8,6 +9,9 @@ use crate::error::{FdsrError, Result};
 pub struct ContextOptions {
     /// Use at most this many bytes per storage binding (tests lower it to force chunking).
     pub max_binding_bytes: Option<u64>,
+    /// Leave `SUBGROUP` off even where the adapter offers it, so reductions take their
+    /// workgroup-memory path (tests force it to check both).
+    pub no_subgroups: bool,
 }
 
 /// A device and queue plus the caches every fdsr entry point needs.
@@ -28,6 +32,10 @@ pub struct GpuContext {
     pub profiler: Profiler,
     /// Bytes uploaded and read back, host waits and passes recorded.
     pub transfers: Transfers,
+    /// Everything the adapter offers (the device enables only what fdsr uses).
+    pub adapter_features: wgpu::Features,
+    /// The adapter's cooperative-matrix (tensor core) configurations; empty where it has none.
+    pub cooperative_matrix: Vec<wgpu::CooperativeMatrixProperties>,
     max_binding: u64,
     constants: std::sync::Mutex<std::collections::HashMap<&'static str, wgpu::Buffer>>,
 }
@@ -50,7 +58,9 @@ impl GpuContext {
         let mut limits = adapter.limits();
         // Compute only: keep the adapter's storage limits, ask for nothing exotic.
         limits.max_storage_buffers_per_shader_stage = limits.max_storage_buffers_per_shader_stage.min(8);
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        let adapter_features = adapter.features();
+        let cooperative_matrix = adapter.cooperative_matrix_properties();
+        let features = adapter_features & (wgpu::Features::TIMESTAMP_QUERY | subgroups_wanted(&opts));
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("fdsr"),
@@ -71,9 +81,16 @@ impl GpuContext {
             pool: BufferPool::default(),
             profiler: Profiler::default(),
             transfers: Transfers::default(),
+            adapter_features,
+            cooperative_matrix,
             max_binding,
             constants: Default::default(),
         })
+    }
+
+    /// Whether the device has subgroup operations (reductions then use `subgroupAdd`).
+    pub fn has_subgroups(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SUBGROUP)
     }
 
     /// Adapter name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
@@ -140,6 +157,17 @@ impl GpuContext {
             Some(e) => Err(FdsrError::Gpu { stage: stage.to_string(), message: e.to_string() }),
             None => Ok(out),
         }
+    }
+}
+
+/// `SUBGROUP` where fdsr may use it: natively, unless the options turn it off. In the browser the
+/// reductions keep their workgroup-memory path: WebGPU wants `enable subgroups;` in the shader,
+/// which naga 30 (the native shader front end) does not parse, so one source cannot serve both.
+fn subgroups_wanted(opts: &ContextOptions) -> wgpu::Features {
+    if cfg!(target_arch = "wasm32") || opts.no_subgroups {
+        wgpu::Features::empty()
+    } else {
+        wgpu::Features::SUBGROUP
     }
 }
 

@@ -38,6 +38,16 @@ pub(crate) fn groups(n: usize, what: &str) -> Result<u32> {
     Ok(n.div_ceil(WG) as u32)
 }
 
+/// The registered variant of a reducing shader (`[plain, subgroup]` names): the one with
+/// subgroup sums where the device has subgroups.
+pub(crate) fn reducing(ctx: &GpuContext, [plain, subgroup]: [&'static str; 2]) -> &'static str {
+    if ctx.has_subgroups() {
+        subgroup
+    } else {
+        plain
+    }
+}
+
 /// Checks that `t` has exactly `shape`.
 pub(crate) fn expect_shape(t: &Tensor, shape: &[usize], what: &str) -> Result<()> {
     if t.shape() != shape {
