@@ -19,6 +19,6 @@ mod wait;
 pub use context::{ContextOptions, GpuContext};
 pub use pipelines::{Constants, PipelineCache};
 pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES, STORAGE_USAGE};
-pub use profiler::{Profiler, Timings};
+pub use profiler::{Profiler, Timings, Work};
 pub use readback::{read_buffer, read_words};
 pub use transfer::{TransferCounts, Transfers};

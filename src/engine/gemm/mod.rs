@@ -123,6 +123,7 @@ fn run(
     p.k_split = plan.k_split as u32;
     p.lanes = plan.lanes as u32;
     let bias = bias.unwrap_or(a);
+    ctx.profiler.add_flops(entry, 2.0 * m as f64 * n as f64 * k as f64);
     let pbuf = uniform(ctx, entry, &p);
     let kernel = ("gemm", entry, &[("TM", plan.tm as f64)][..]);
     if plan.splits == 1 {
