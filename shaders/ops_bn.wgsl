@@ -4,19 +4,21 @@
 // of `chunk`; a workgroup per (chunk, channel) writes a partial, then a workgroup per channel
 // combines the partials in chunk order (deterministic, no float atomics). Statistics are exact
 // two-pass within a chunk (mean, then squared deviations) and combined with Chan's formula.
-// Elementwise passes run one invocation per value. Workgroup sums come from the reduce prelude
+// The backward's per-channel combination happens in every workgroup of its dx pass (each reads
+// its channel's partials, in the same order), so it takes two passes. The forward's elementwise
+// pass runs one invocation per value. Workgroup sums come from the reduce prelude
 // (`block_sum2`: subgroups where the device has them, workgroup memory elsewhere).
 //
 // Bindings by entry point (src1 and dst1 hold u32 words; floats pass through them as bits):
 //   entry                x   src0   src1   src2   src3   dst0   dst1    dst2
 //   bn_stats_partial     x   -      -      -      -      part   -       -
-//   bn_stats_finish      -   part   -      -      -      stats  rmean   rvar
-//   bn_eval_stats        -   rmean  rvar   -      -      stats  -       -
-//   bn_apply             x   gamma  beta   stats  -      y      mask    -
+//   bn_stats_finish      -   part   -      -      gamma  stats  rmean   rvar
+//   bn_eval_stats        -   rmean  rvar   -      gamma  stats  -       -
+//   bn_apply             x   -      beta   stats  -      y      mask    -
 //   bn_backward_partial  x   dy     mask   stats  -      part   -       -
-//   bn_backward_finish   -   part   -      -      -      -      dgamma  dbeta
-//   bn_backward_dx       x   dy     mask   stats  gamma  dx     dgamma  dbeta
-// stats = [mean[C], invstd[C]]; part[2 (c chunks + j) ..] = the pair of chunk j of channel c.
+//   bn_backward_dx       x   dy     mask   stats  part   dx     dgamma  dbeta
+// stats = [mean[C], invstd[C], gamma[C]] (gamma as the forward used it: the backward needs only
+// these); part[2 (c chunks + j) ..] = the pair of chunk j of channel c.
 
 struct BnParams {
     c: u32, hw: u32, m: u32, total: u32,
@@ -100,6 +102,7 @@ fn bn_stats_finish(ids: Ids) {
     if (ids.lid == 0u) {
         dst0[c] = mean;
         dst0[p.c + c] = 1.0 / sqrt(var_b + p.eps);
+        dst0[2u * p.c + c] = src3[c];
         dst1[c] = bitcast<u32>((1.0 - p.momentum) * bitcast<f32>(dst1[c]) + p.momentum * mean);
         dst2[c] = (1.0 - p.momentum) * dst2[c] + p.momentum * (var_b * p.unbias);
     }
@@ -112,6 +115,7 @@ fn bn_eval_stats(ids: Ids) {
     if (c >= p.c) { return; }
     dst0[c] = src0[c];
     dst0[p.c + c] = 1.0 / sqrt(bitcast<f32>(src1[c]) + p.eps);
+    dst0[2u * p.c + c] = src3[c];
 }
 
 // y = gamma (x - mean) invstd + beta; with the fused ReLU y = max(y, 0) and its mask words (bit i
@@ -125,7 +129,7 @@ fn bn_apply(ids: Ids) {
     }
     if (i < p.total) {
         let c = (i / p.hw) % p.c;
-        var y = src0[c] * ((x[i] - src2[c]) * src2[p.c + c]) + bitcast<f32>(src1[c]);
+        var y = src2[2u * p.c + c] * ((x[i] - src2[c]) * src2[p.c + c]) + bitcast<f32>(src1[c]);
         if (p.relu != 0u) {
             let pos = y > 0.0;
             y = select(0.0, y, pos);
@@ -161,30 +165,29 @@ fn bn_backward_partial(ids: Ids) {
     }
 }
 
-// Channel wg.x: dgamma = sum g·x̂ and dbeta = sum g over its chunks.
+// Chunk wg.x of channel wg.y: its channel's sums S = sum g and T = sum g·x̂ from the partials
+// (chunk 0's workgroup also writes them as dbeta and dgamma), then
+// dx = gamma invstd (g - S / m - x̂ T / m) over the chunk.
 @compute @workgroup_size(256)
-fn bn_backward_finish(ids: Ids) {
-    let c = ids.wg.x;
+fn bn_backward_dx(ids: Ids) {
+    let c = ids.wg.y;
     var v = vec2<f32>(0.0);
     if (ids.lid < p.chunks) {
         let o = 2u * (c * p.chunks + ids.lid);
-        v = vec2<f32>(src0[o], src0[o + 1u]);
+        v = vec2<f32>(src3[o], src3[o + 1u]);
     }
     let s = block_sum2(v, ids);
-    if (ids.lid == 0u) {
+    if (ids.wg.x == 0u && ids.lid == 0u) {
         dst1[c] = bitcast<u32>(s.y);
         dst2[c] = s.x;
     }
-}
-
-// dx = gamma invstd (g - mean(g) - x̂ mean(g x̂)).
-@compute @workgroup_size(256)
-fn bn_backward_dx(ids: Ids) {
-    let i = flat(ids);
-    if (i >= p.total) { return; }
-    let c = (i / p.hw) % p.c;
-    let inv_m = 1.0 / f32(p.m);
+    let mu = src2[c];
     let is = src2[p.c + c];
-    let xh = (x[i] - src2[c]) * is;
-    dst0[i] = src3[c] * is * (grad(i) - dst2[c] * inv_m - xh * (bitcast<f32>(dst1[c]) * inv_m));
+    let k = src2[2u * p.c + c] * is;
+    let inv_m = 1.0 / f32(p.m);
+    let r = chunk_range(ids.wg.x);
+    for (var m = r.x + ids.lid; m < r.y; m += 256u) {
+        let i = at(c, m);
+        dst0[i] = k * (grad(i) - s.x * inv_m - (x[i] - mu) * is * (s.y * inv_m));
+    }
 }

@@ -42,6 +42,7 @@ fn relu_and_add_match_reference() {
         let own = ops::positive_mask(&ctx, &mut e, &xt).unwrap();
         let clamped = ops::mask_clamp(&ctx, &mut e, &dyt, &mask).unwrap();
         let s = ops::add(&ctx, &mut e, &xt, &bt).unwrap();
+        let (sr, smask) = ops::add_relu(&ctx, &mut e, &xt, &bt).unwrap();
         ops::add_into(&ctx, &mut e, &acc, &dyt).unwrap();
         ctx.queue.submit([e.finish()]);
         let (ry, rw) = r::relu_forward(&x);
@@ -54,6 +55,9 @@ fn relu_and_add_match_reference() {
         assert_eq!(read(&ctx, &clamped), want, "mask clamp n={n}");
         let sum: Vec<f32> = x.iter().zip(&b).map(|(a, b)| a + b).collect();
         assert_eq!(read(&ctx, &s), sum, "add n={n}");
+        let (rsr, rsw) = r::relu_forward(&sum);
+        assert_eq!(read(&ctx, &sr), rsr, "add_relu n={n}");
+        assert_eq!(read_words(&ctx, &smask.words), rsw, "add_relu mask n={n}");
         let acc_want: Vec<f32> = b.iter().zip(&dy).map(|(a, b)| a + b).collect();
         assert_eq!(read(&ctx, &acc), acc_want, "add_into n={n}");
     }
@@ -131,14 +135,15 @@ fn batchnorm_case(ctx: &GpuContext, s: [usize; 4], seed: u64, relu: bool, what: 
     let (dg, db) = (Tensor::uninit(ctx, &[c], Category::Gradients), Tensor::uninit(ctx, &[c], Category::Gradients));
     let mut e = enc(ctx);
     let (y, saved, mask) = ops::batchnorm_train_forward(ctx, &mut e, &xt, &p, relu).unwrap();
-    let dx = ops::batchnorm_backward(ctx, &mut e, &dyt, &xt, &saved, mask.as_ref(), p.gamma, (&dg, &db)).unwrap();
+    let dx = ops::batchnorm_backward(ctx, &mut e, (&dyt, &xt), &saved, mask.as_ref(), (&dg, &db)).unwrap();
     let ye = ops::batchnorm_eval_forward(ctx, &mut e, &xt, &p, relu).unwrap();
     ctx.queue.submit([e.finish()]);
     let (mut ry, rmean, rinv) = rt::batchnorm_train_forward(&x, s, &mut bn);
     let mut rye = rt::batchnorm_eval_forward(&x, s, &bn);
     let stats = read(ctx, &saved.stats);
     close(&stats[..c], &rmean, BN_TOL, &format!("{what} mean"));
-    close(&stats[c..], &rinv, BN_TOL, &format!("{what} invstd"));
+    close(&stats[c..2 * c], &rinv, BN_TOL, &format!("{what} invstd"));
+    assert_eq!(stats[2 * c..], bn.gamma, "{what}: the saved gamma");
     close(&read(ctx, &ts[2]), &bn.running_mean, BN_TOL, &format!("{what} running mean"));
     close(&read(ctx, &ts[3]), &bn.running_var, BN_TOL, &format!("{what} running var"));
     let gy = read(ctx, &y);

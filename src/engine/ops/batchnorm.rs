@@ -5,7 +5,9 @@
 //!
 //! The per-channel reductions are split into chunks ([`chunking`]) so that a channel's N·H·W
 //! values spread over many workgroups: a partial per (chunk, channel), then a fixed-order
-//! combination per channel.
+//! combination per channel (forward: its own pass; backward: inside each workgroup of the dx
+//! pass). Forward: 3 passes (statistics partials, combination, normalize + ReLU + mask);
+//! backward: 2 (partials, dx with dgamma and dbeta).
 
 use super::{dummy, expect_shape, groups, reducing, BitMask};
 use crate::engine::tensor::Tensor;
@@ -65,10 +67,11 @@ pub struct BnParams<'a> {
     pub running_var: &'a Tensor,
 }
 
-/// What the training forward saves besides its input: the batch statistics.
+/// What the training forward saves besides its input: the batch statistics and the scale.
 #[derive(Clone, Debug)]
 pub struct BnSaved {
-    /// `[2, C]`: the batch mean per channel, then `1 / sqrt(biased batch variance + eps)`.
+    /// `[3, C]`: the batch mean per channel, `1 / sqrt(biased batch variance + eps)`, and gamma
+    /// as the forward used it.
     pub stats: Tensor,
 }
 
@@ -160,7 +163,7 @@ fn apply(
     let y = Tensor::uninit(ctx, x.shape(), Category::Workspace);
     let mask = (p.relu != 0)
         .then(|| BitMask { words: Tensor::uninit(ctx, &[x.numel().div_ceil(32)], mask_category), len: x.numel() });
-    let reads = [Some(x.buffer()), Some(bn.gamma.buffer()), Some(bn.beta.buffer()), Some(s.stats.buffer()), None];
+    let reads = [Some(x.buffer()), None, Some(bn.beta.buffer()), Some(s.stats.buffer()), None];
     let writes = [Some(y.buffer()), mask.as_ref().map(|m| m.words.buffer()), None];
     record(ctx, enc, "bn_apply", p, reads, writes, elementwise(p))?;
     Ok((y, mask))
@@ -182,11 +185,11 @@ pub fn batchnorm_train_forward(
     let c = p.c as usize;
     check_params(bn, c)?;
     let part = Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace);
-    let s = BnSaved { stats: Tensor::uninit(ctx, &[2, c], Category::SavedActivations) };
+    let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::SavedActivations) };
     let reads = [Some(x.buffer()), None, None, None, None];
     record(ctx, enc, "bn_stats_partial", &p, reads, [Some(part.buffer()), None, None], [p.chunks, p.c, 1])?;
     let (rm, rv) = (bn.running_mean.buffer(), bn.running_var.buffer());
-    let reads = [None, Some(part.buffer()), None, None, None];
+    let reads = [None, Some(part.buffer()), None, None, Some(bn.gamma.buffer())];
     record(ctx, enc, "bn_stats_finish", &p, reads, [Some(s.stats.buffer()), Some(rm), Some(rv)], [p.c, 1, 1])?;
     let (y, mask) = apply(ctx, enc, (x, bn, &s), &p, Category::SavedActivations)?;
     Ok((y, s, mask))
@@ -215,35 +218,31 @@ pub fn batchnorm_eval_forward(
         relu: u32::from(relu),
         ..Default::default()
     };
-    let s = BnSaved { stats: Tensor::uninit(ctx, &[2, c], Category::Workspace) };
+    let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::Workspace) };
     let (gx, gy) = crate::gpu::kernel::grid(groups(c, "batch norm")?);
-    let reads = [None, Some(bn.running_mean.buffer()), Some(bn.running_var.buffer()), None, None];
+    let reads = [None, Some(bn.running_mean.buffer()), Some(bn.running_var.buffer()), None, Some(bn.gamma.buffer())];
     record(ctx, enc, "bn_eval_stats", &p, reads, [Some(s.stats.buffer()), None, None], [gx, gy, 1])?;
     Ok(apply(ctx, enc, (x, bn, &s), &p, Category::Workspace)?.0)
 }
 
-/// Backward of [`batchnorm_train_forward`] from its input `x`, the saved statistics, `gamma`
-/// and, when the ReLU was fused, its `mask` (the gradient is `dy` where the mask is set): writes
+/// Backward of [`batchnorm_train_forward`] from its input `x`, what it saved and, when the ReLU
+/// was fused, its `mask` (the gradient `g` is `dy` where the mask is set): writes
 /// `dgamma = Σ g·x̂` and `dbeta = Σ g` (`[C]` each, overwritten) and returns
 /// `dx = gamma·invstd·(g − mean(g) − x̂·mean(g·x̂))`.
-#[allow(clippy::too_many_arguments)]
 pub fn batchnorm_backward(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
-    dy: &Tensor,
-    x: &Tensor,
+    (dy, x): (&Tensor, &Tensor),
     saved: &BnSaved,
     mask: Option<&BitMask>,
-    gamma: &Tensor,
     (dgamma, dbeta): (&Tensor, &Tensor),
 ) -> Result<Tensor> {
     let mut p = geometry(x, "batch norm backward")?;
     let c = p.c as usize;
     expect_shape(dy, x.shape(), "batch norm backward dy")?;
-    expect_shape(&saved.stats, &[2, c], "batch norm backward saved statistics")?;
-    for (t, what) in [(gamma, "gamma"), (dgamma, "dgamma"), (dbeta, "dbeta")] {
-        expect_shape(t, &[c], &format!("batch norm backward {what}"))?;
-    }
+    expect_shape(&saved.stats, &[3, c], "batch norm backward saved statistics")?;
+    expect_shape(dgamma, &[c], "batch norm backward dgamma")?;
+    expect_shape(dbeta, &[c], "batch norm backward dbeta")?;
     if let Some(m) = mask {
         if m.len != x.numel() || m.words.numel() != m.len.div_ceil(32) {
             return Err(FdsrError::InvalidTensor(format!(
@@ -257,13 +256,12 @@ pub fn batchnorm_backward(
     let part = Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace);
     let dx = Tensor::uninit(ctx, x.shape(), Category::Workspace);
     let (mk, st) = (mask.map(|m| m.words.buffer()), Some(saved.stats.buffer()));
+    let grid = [p.chunks, p.c, 1];
     let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, None];
-    record(ctx, enc, "bn_backward_partial", &p, reads, [Some(part.buffer()), None, None], [p.chunks, p.c, 1])?;
-    let (dg, db) = (Some(dgamma.buffer()), Some(dbeta.buffer()));
-    let reads = [None, Some(part.buffer()), None, None, None];
-    record(ctx, enc, "bn_backward_finish", &p, reads, [None, dg, db], [p.c, 1, 1])?;
-    let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, Some(gamma.buffer())];
-    record(ctx, enc, "bn_backward_dx", &p, reads, [Some(dx.buffer()), dg, db], elementwise(&p))?;
+    record(ctx, enc, "bn_backward_partial", &p, reads, [Some(part.buffer()), None, None], grid)?;
+    let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, Some(part.buffer())];
+    let writes = [Some(dx.buffer()), Some(dgamma.buffer()), Some(dbeta.buffer())];
+    record(ctx, enc, "bn_backward_dx", &p, reads, writes, grid)?;
     Ok(dx)
 }
 
