@@ -7,8 +7,9 @@ use common::{close, rand, read, up};
 
 use fdsr::engine::gemm::{self, ConvGeom, GemmPlan};
 use fdsr::engine::Tensor;
-use fdsr::gpu::Category;
+use fdsr::gpu::{Category, ContextOptions, GPU_TARGET_GROUPS};
 use fdsr::reference::conv as r;
+use fdsr::GpuContext;
 
 const GEOMS: [ConvGeom; 9] = [
     ConvGeom { batch: 2, cin: 3, h: 9, w: 7, cout: 5, ksize: 3, stride: 1, pad: 1 },
@@ -23,9 +24,22 @@ const GEOMS: [ConvGeom; 9] = [
     ConvGeom { batch: 3, cin: 24, h: 16, w: 16, cout: 20, ksize: 1, stride: 1, pad: 0 },
 ];
 
+/// The default context and one laying products out as on a large GPU (splits of K included),
+/// whatever the adapter.
+fn plans() -> Vec<GpuContext> {
+    let Some(ctx) = common::gpu() else { return Vec::new() };
+    let opts = ContextOptions { target_groups: Some(GPU_TARGET_GROUPS), ..Default::default() };
+    vec![ctx, common::gpu_with(opts).expect("a second context")]
+}
+
 #[test]
 fn conv2d_matches_reference() {
-    let Some(ctx) = common::gpu() else { return };
+    for ctx in plans() {
+        conv2d_case(&ctx);
+    }
+}
+
+fn conv2d_case(ctx: &GpuContext) {
     for (i, g) in GEOMS.iter().enumerate() {
         let seed = i as u64 * 10;
         let xs = [g.batch, g.cin, g.h, g.w];
@@ -33,22 +47,18 @@ fn conv2d_matches_reference() {
         let w = rand(g.weight_shape().iter().product(), seed + 1);
         let bias = rand(g.cout, seed + 2);
         let dy = rand(g.out_shape().iter().product(), seed + 3);
-        let (xt, wt, bt, dyt) = (
-            up(&ctx, &x, &xs),
-            up(&ctx, &w, &g.weight_shape()),
-            up(&ctx, &bias, &[g.cout]),
-            up(&ctx, &dy, &g.out_shape()),
-        );
-        let dwt = Tensor::uninit(&ctx, &g.weight_shape(), Category::Gradients);
+        let (xt, wt, bt, dyt) =
+            (up(ctx, &x, &xs), up(ctx, &w, &g.weight_shape()), up(ctx, &bias, &[g.cout]), up(ctx, &dy, &g.out_shape()));
+        let dwt = Tensor::uninit(ctx, &g.weight_shape(), Category::Gradients);
         let mut enc = ctx.device.create_command_encoder(&Default::default());
-        let y = gemm::conv2d_forward(&ctx, &mut enc, &xt, &wt, Some(&bt), g.stride, g.pad).unwrap();
-        let dx = gemm::conv2d_backward_data(&ctx, &mut enc, g, &dyt, &wt).unwrap();
-        gemm::conv2d_backward_weight(&ctx, &mut enc, g, &dyt, &xt, &dwt).unwrap();
+        let y = gemm::conv2d_forward(ctx, &mut enc, &xt, &wt, Some(&bt), g.stride, g.pad).unwrap();
+        let dx = gemm::conv2d_backward_data(ctx, &mut enc, g, &dyt, &wt).unwrap();
+        gemm::conv2d_backward_weight(ctx, &mut enc, g, &dyt, &xt, &dwt).unwrap();
         ctx.queue.submit([enc.finish()]);
         assert_eq!(y.shape(), g.out_shape());
-        close(&read(&ctx, &y), &r::conv2d_forward(g, &x, &w, Some(&bias)), 1e-4, &format!("{g:?} y"));
-        close(&read(&ctx, &dx), &r::conv2d_backward_data(g, &dy, &w), 1e-4, &format!("{g:?} dx"));
-        close(&read(&ctx, &dwt), &r::conv2d_backward_weight(g, &dy, &x), 1e-3, &format!("{g:?} dw"));
+        close(&read(ctx, &y), &r::conv2d_forward(g, &x, &w, Some(&bias)), 1e-4, &format!("{g:?} y"));
+        close(&read(ctx, &dx), &r::conv2d_backward_data(g, &dy, &w), 1e-4, &format!("{g:?} dx"));
+        close(&read(ctx, &dwt), &r::conv2d_backward_weight(g, &dy, &x), 1e-3, &format!("{g:?} dw"));
     }
 }
 
@@ -60,9 +70,9 @@ fn test_shapes_cover_the_plans() {
         .flat_map(|g| {
             let (kk, ohw) = (g.ksize * g.ksize, g.oh() * g.ow());
             [
-                GemmPlan::choose(g.cout, g.batch * ohw, g.cin * kk, 128 << 20),
-                GemmPlan::choose(g.cin, g.batch * g.h * g.w, g.cout * kk, 128 << 20),
-                GemmPlan::choose(g.cout, g.cin * kk, g.batch * ohw, 128 << 20),
+                GemmPlan::choose(g.cout, g.batch * ohw, g.cin * kk, GPU_TARGET_GROUPS, 128 << 20),
+                GemmPlan::choose(g.cin, g.batch * g.h * g.w, g.cout * kk, GPU_TARGET_GROUPS, 128 << 20),
+                GemmPlan::choose(g.cout, g.cin * kk, g.batch * ohw, GPU_TARGET_GROUPS, 128 << 20),
             ]
         })
         .collect();
@@ -75,7 +85,7 @@ fn test_shapes_cover_the_plans() {
 /// A split weight gradient gives the same bits every time (fixed-order partial sums).
 #[test]
 fn split_weight_gradient_is_reproducible() {
-    let Some(ctx) = common::gpu() else { return };
+    let Some(ctx) = plans().pop() else { return };
     let g = GEOMS[6];
     let (x, dy) = (rand(g.batch * g.cin * g.h * g.w, 5), rand(g.out_shape().iter().product(), 6));
     let (xt, dyt) = (up(&ctx, &x, &[g.batch, g.cin, g.h, g.w]), up(&ctx, &dy, &g.out_shape()));
@@ -93,35 +103,40 @@ fn split_weight_gradient_is_reproducible() {
 
 #[test]
 fn linear_matches_reference_with_split_k() {
-    let Some(ctx) = common::gpu() else { return };
-    // 4500 rows: the weight and bias gradients split K over the grid.
+    for ctx in plans() {
+        linear_case(&ctx);
+    }
+}
+
+fn linear_case(ctx: &GpuContext) {
+    // 4500 rows: the weight and bias gradients split K over the grid (with a GPU's plan).
     for (rows, inner, cols) in [(7, 13, 10), (130, 128, 70), (4500, 5, 3)] {
         let x = rand(rows * inner, rows as u64);
         let w = rand(cols * inner, 1 + rows as u64);
         let b = rand(cols, 2 + rows as u64);
         let dy = rand(rows * cols, 3 + rows as u64);
         let (xt, wt, bt, dyt) = (
-            up(&ctx, &x, &[rows, inner]),
-            up(&ctx, &w, &[cols, inner]),
-            up(&ctx, &b, &[cols]),
-            up(&ctx, &dy, &[rows, cols]),
+            up(ctx, &x, &[rows, inner]),
+            up(ctx, &w, &[cols, inner]),
+            up(ctx, &b, &[cols]),
+            up(ctx, &dy, &[rows, cols]),
         );
-        let ones = fdsr::gpu::kernel::storage_init(&ctx, "ones", bytemuck::cast_slice(&vec![1.0f32; rows]));
+        let ones = fdsr::gpu::kernel::storage_init(ctx, "ones", bytemuck::cast_slice(&vec![1.0f32; rows]));
         let (dwt, dbt) = (
-            Tensor::uninit(&ctx, &[cols, inner], Category::Gradients),
-            Tensor::uninit(&ctx, &[cols], Category::Gradients),
+            Tensor::uninit(ctx, &[cols, inner], Category::Gradients),
+            Tensor::uninit(ctx, &[cols], Category::Gradients),
         );
         let mut enc = ctx.device.create_command_encoder(&Default::default());
-        let y = gemm::linear_forward(&ctx, &mut enc, &xt, &wt, Some(&bt)).unwrap();
-        let dx = gemm::linear_backward_data(&ctx, &mut enc, &dyt, &wt).unwrap();
-        gemm::linear_backward_weight(&ctx, &mut enc, &dyt, &xt, &dwt).unwrap();
-        gemm::column_sums(&ctx, &mut enc, &dyt, (&ones, rows), &dbt).unwrap();
+        let y = gemm::linear_forward(ctx, &mut enc, &xt, &wt, Some(&bt)).unwrap();
+        let dx = gemm::linear_backward_data(ctx, &mut enc, &dyt, &wt).unwrap();
+        gemm::linear_backward_weight(ctx, &mut enc, &dyt, &xt, &dwt).unwrap();
+        gemm::column_sums(ctx, &mut enc, &dyt, (&ones, rows), &dbt).unwrap();
         ctx.queue.submit([enc.finish()]);
         let (rdx, rdw, rdb) = r::linear_backward(&dy, &x, &w, rows, inner, cols);
-        close(&read(&ctx, &y), &r::linear_forward(&x, &w, Some(&b), rows, inner, cols), 1e-4, "y");
-        close(&read(&ctx, &dx), &rdx, 1e-4, "dx");
-        close(&read(&ctx, &dwt), &rdw, 1e-3, "dw");
-        close(&read(&ctx, &dbt), &rdb, 1e-3, "db");
+        close(&read(ctx, &y), &r::linear_forward(&x, &w, Some(&b), rows, inner, cols), 1e-4, "y");
+        close(&read(ctx, &dx), &rdx, 1e-4, "dx");
+        close(&read(ctx, &dwt), &rdw, 1e-3, "dw");
+        close(&read(ctx, &dbt), &rdb, 1e-3, "db");
     }
 }
 

@@ -10,7 +10,7 @@ use fdsr::data::synthetic::SplitMix64;
 use fdsr::engine::ops::{self, AdamParams, BnParams, SgdParams};
 use fdsr::engine::Tensor;
 use fdsr::gpu::Category;
-use fdsr::gpu::ContextOptions;
+use fdsr::gpu::{ContextOptions, GPU_TARGET_GROUPS};
 use fdsr::reference::{nn as r, nn_train as rt};
 use fdsr::GpuContext;
 
@@ -89,19 +89,22 @@ fn pools_match_reference_with_ties() {
     }
 }
 
-/// The default context (subgroup reductions where the adapter offers them) and one forced onto
-/// the workgroup-memory reductions.
+/// Contexts with subgroup reductions (where the adapter offers them) and forced onto the
+/// workgroup-memory reductions, each with the adapter's own plans and a large GPU's (reductions
+/// split into chunks whatever the adapter).
 fn both_reduction_paths() -> Vec<GpuContext> {
     let Some(ctx) = common::gpu() else { return Vec::new() };
-    assert_eq!(
-        ctx.has_subgroups(),
-        ctx.adapter_features.contains(wgpu::Features::SUBGROUP),
-        "SUBGROUP requested when offered"
-    );
-    let fallback =
-        common::gpu_with(ContextOptions { no_subgroups: true, ..Default::default() }).expect("a second context");
-    assert!(!fallback.has_subgroups());
-    vec![ctx, fallback]
+    let offered = ctx.adapter_features.contains(wgpu::Features::SUBGROUP);
+    assert_eq!(ctx.has_subgroups(), offered, "SUBGROUP requested when offered");
+    let mut out = vec![ctx];
+    for (no_subgroups, target_groups) in
+        [(true, None), (false, Some(GPU_TARGET_GROUPS)), (true, Some(GPU_TARGET_GROUPS))]
+    {
+        let ctx = common::gpu_with(ContextOptions { no_subgroups, target_groups, ..Default::default() });
+        out.push(ctx.expect("another context"));
+    }
+    assert!(!out[1].has_subgroups() && !out[3].has_subgroups());
+    out
 }
 
 #[test]
@@ -112,7 +115,8 @@ fn batchnorm_matches_reference() {
         let sg = ctx.has_subgroups();
         for (k, s) in shapes.into_iter().enumerate() {
             for relu in [false, true] {
-                batchnorm_case(&ctx, s, 40 + 10 * k as u64, relu, &format!("{s:?} relu={relu} subgroups={sg}"));
+                let what = format!("{s:?} relu={relu} subgroups={sg} target={}", ctx.target_groups());
+                batchnorm_case(&ctx, s, 40 + 10 * k as u64, relu, &what);
             }
         }
     }

@@ -12,7 +12,15 @@ pub struct ContextOptions {
     /// Leave `SUBGROUP` off even where the adapter offers it, so reductions take their
     /// workgroup-memory path (tests force it to check both).
     pub no_subgroups: bool,
+    /// Workgroups a reduction-heavy kernel (a split matrix product, a batch-norm statistic) aims
+    /// to spread over; `None`: [`GPU_TARGET_GROUPS`] on a GPU, 1 on a CPU adapter (tests set it
+    /// to run a GPU's plans on lavapipe).
+    pub target_groups: Option<usize>,
 }
+
+/// Workgroups a GPU should have in flight before a reduction stops splitting: about two waves
+/// of a large GPU (an H200 holds roughly a thousand of the GEMM's 64-invocation workgroups).
+pub const GPU_TARGET_GROUPS: usize = 2048;
 
 /// A device and queue plus the caches every fdsr entry point needs.
 pub struct GpuContext {
@@ -38,6 +46,7 @@ pub struct GpuContext {
     pub cooperative_matrix: Vec<wgpu::CooperativeMatrixProperties>,
     max_binding: u64,
     constants: std::sync::Mutex<std::collections::HashMap<&'static str, wgpu::Buffer>>,
+    target_groups: usize,
 }
 
 impl GpuContext {
@@ -70,6 +79,7 @@ impl GpuContext {
             })
             .await
             .map_err(|e| FdsrError::Device { adapter: info.name.clone(), reason: e.to_string() })?;
+        let target_groups = opts.target_groups.unwrap_or(default_target_groups(info.device_type)).max(1);
         let device_max = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         let max_binding = opts.max_binding_bytes.map_or(device_max, |m| m.min(device_max)).max(4096);
         Ok(Self {
@@ -85,7 +95,13 @@ impl GpuContext {
             cooperative_matrix,
             max_binding,
             constants: Default::default(),
+            target_groups,
         })
+    }
+
+    /// Workgroups a reduction aims to spread over (see [`ContextOptions::target_groups`]).
+    pub fn target_groups(&self) -> usize {
+        self.target_groups
     }
 
     /// Whether the device has subgroup operations (reductions then use `subgroupAdd`).
@@ -157,6 +173,17 @@ impl GpuContext {
             Some(e) => Err(FdsrError::Gpu { stage: stage.to_string(), message: e.to_string() }),
             None => Ok(out),
         }
+    }
+}
+
+/// A CPU adapter (lavapipe, SwiftShader, WARP) runs a few workgroups at a time, one per core, and
+/// pays for every split of a reduction (measured on lavapipe: a weight gradient split in two took
+/// 1.5–2× as long as unsplit); a GPU needs thousands of workgroups in flight.
+fn default_target_groups(device: wgpu::DeviceType) -> usize {
+    if device == wgpu::DeviceType::Cpu {
+        1
+    } else {
+        GPU_TARGET_GROUPS
     }
 }
 

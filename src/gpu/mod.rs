@@ -16,7 +16,7 @@ mod wait;
 #[path = "wait_web.rs"]
 mod wait;
 
-pub use context::{ContextOptions, GpuContext};
+pub use context::{ContextOptions, GpuContext, GPU_TARGET_GROUPS};
 pub use pipelines::{Constants, PipelineCache};
 pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES, STORAGE_USAGE};
 pub use profiler::{Profiler, Timings, Work};

@@ -16,8 +16,6 @@ use crate::gpu::kernel::{dispatch_grid, uniform, MAX_GROUPS_PER_DIM};
 use crate::gpu::{Category, GpuContext};
 pub use crate::reference::nn_train::{BN_EPS, BN_MOMENTUM};
 
-/// Workgroups (chunks × channels) a split reduction aims for.
-pub const TARGET_GROUPS: usize = 2048;
 /// Fewest values per chunk (8 per invocation).
 pub const MIN_CHUNK: usize = 2048;
 /// Most chunks per channel (the combining workgroup takes one per invocation).
@@ -76,16 +74,16 @@ pub struct BnSaved {
 }
 
 /// `(chunk, chunks)`: how the `m` values of each of `c` channels are cut for the split
-/// reductions — enough chunks for about [`TARGET_GROUPS`] workgroups, none under [`MIN_CHUNK`]
-/// values, at most [`MAX_CHUNKS`].
-pub fn chunking(c: usize, m: usize) -> (usize, usize) {
+/// reductions — enough chunks for about `target` workgroups (`GpuContext::target_groups`), none
+/// under [`MIN_CHUNK`] values, at most [`MAX_CHUNKS`].
+pub fn chunking(c: usize, m: usize, target: usize) -> (usize, usize) {
     let most = (m / MIN_CHUNK).clamp(1, MAX_CHUNKS);
-    let wanted = TARGET_GROUPS.div_ceil(c.max(1)).clamp(1, most);
+    let wanted = target.div_ceil(c.max(1)).clamp(1, most);
     let chunk = m.max(1).div_ceil(wanted);
     (chunk, m.max(1).div_ceil(chunk))
 }
 
-fn geometry(x: &Tensor, what: &str) -> Result<BnGpuParams> {
+fn geometry(ctx: &GpuContext, x: &Tensor, what: &str) -> Result<BnGpuParams> {
     let &[n, c, h, w] = x.shape() else {
         return Err(FdsrError::InvalidTensor(format!("{what} needs an [N, C, H, W] tensor, got {:?}", x.shape())));
     };
@@ -97,7 +95,7 @@ fn geometry(x: &Tensor, what: &str) -> Result<BnGpuParams> {
     }
     groups(x.numel(), what)?;
     let m = n * h * w;
-    let (chunk, chunks) = chunking(c, m);
+    let (chunk, chunks) = chunking(c, m, ctx.target_groups());
     Ok(BnGpuParams {
         c: c as u32,
         hw: (h * w) as u32,
@@ -180,7 +178,7 @@ pub fn batchnorm_train_forward(
     bn: &BnParams,
     relu: bool,
 ) -> Result<(Tensor, BnSaved, Option<BitMask>)> {
-    let mut p = geometry(x, "batch norm")?;
+    let mut p = geometry(ctx, x, "batch norm")?;
     p.relu = u32::from(relu);
     let c = p.c as usize;
     check_params(bn, c)?;
@@ -237,7 +235,7 @@ pub fn batchnorm_backward(
     mask: Option<&BitMask>,
     (dgamma, dbeta): (&Tensor, &Tensor),
 ) -> Result<Tensor> {
-    let mut p = geometry(x, "batch norm backward")?;
+    let mut p = geometry(ctx, x, "batch norm backward")?;
     let c = p.c as usize;
     expect_shape(dy, x.shape(), "batch norm backward dy")?;
     expect_shape(&saved.stats, &[3, c], "batch norm backward saved statistics")?;
@@ -272,13 +270,15 @@ mod tests {
     #[test]
     fn chunks_spread_channels_over_many_workgroups() {
         // cnn at batch 128: 32 channels of 128·32·32 values, 128 channels of 128·8·8.
+        let target = crate::gpu::GPU_TARGET_GROUPS;
         for (c, m) in [(32, 131072), (64, 32768), (128, 8192), (16, 131072), (8, 2 * 1024)] {
-            let (chunk, chunks) = chunking(c, m);
+            let (chunk, chunks) = chunking(c, m, target);
             assert!(chunks <= MAX_CHUNKS && chunk * chunks >= m && chunk * (chunks - 1) < m, "{c}x{m}");
             assert!(chunk >= MIN_CHUNK.min(m), "{c}x{m}: chunk {chunk}");
-            assert!(c * chunks >= TARGET_GROUPS.min(c * (m / MIN_CHUNK).max(1)), "{c}x{m}: {chunks} chunks");
+            assert!(c * chunks >= target.min(c * (m / MIN_CHUNK).max(1)), "{c}x{m}: {chunks} chunks");
+            assert_eq!(chunking(c, m, 1), (m, 1), "a CPU adapter keeps one chunk per channel");
         }
-        assert_eq!(chunking(32, 131072), (2048, 64));
-        assert_eq!(chunking(3, 10), (10, 1), "a tiny channel is one chunk");
+        assert_eq!(chunking(32, 131072, target), (2048, 64));
+        assert_eq!(chunking(3, 10, target), (10, 1), "a tiny channel is one chunk");
     }
 }
