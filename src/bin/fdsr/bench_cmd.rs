@@ -2,6 +2,7 @@
 
 use clap::{Args, Subcommand};
 use fdsr::bench::{activations, quality, reuse, speed};
+use fdsr::gpu::ContextOptions;
 use fdsr::{Policy, Result};
 
 /// Flags of `fdsr bench`.
@@ -51,6 +52,13 @@ enum What {
         /// Timed steps (after one warm-up).
         #[arg(long, default_value_t = 3)]
         steps: usize,
+        /// Workgroups reductions aim for (default: 2048 on a GPU, 1 on a CPU adapter); 2048 runs
+        /// a GPU's plans (splits of K, chunked batch-norm statistics) on any adapter.
+        #[arg(long)]
+        target_groups: Option<usize>,
+        /// Reduce through workgroup memory even where the adapter has subgroups.
+        #[arg(long)]
+        no_subgroups: bool,
     },
     /// The largest batch under a memory cap (pool peak over two steps, a probe step included), per policy.
     Memory {
@@ -130,7 +138,14 @@ fn samples(fashion: bool) -> Result<Vec<quality::Sample>> {
 
 /// Runs the command.
 pub fn run(a: &BenchArgs) -> Result<()> {
-    let ctx = super::gpu()?;
+    let ctx = match &a.what {
+        What::Train { target_groups, no_subgroups, .. } => {
+            let opts =
+                ContextOptions { target_groups: *target_groups, no_subgroups: *no_subgroups, ..Default::default() };
+            pollster::block_on(fdsr::GpuContext::with_options(opts))?
+        }
+        _ => super::gpu()?,
+    };
     if let What::Smoke { seed } = &a.what {
         let r = pollster::block_on(fdsr::bench::smoke::run(&ctx, *seed))?;
         println!("{}", r.to_json());
@@ -150,7 +165,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             print!("{}", reuse::markdown(&rows));
         }
         What::Smoke { .. } => {}
-        What::Train { model, batch, steps } => {
+        What::Train { model, batch, steps, .. } => {
             let r = pollster::block_on(fdsr::bench::train::measure(&ctx, model.parse()?, *batch, (*steps).max(1)))?;
             print!("{}", r.report());
         }
