@@ -12,7 +12,7 @@ use crate::engine::batch::{make_batch, Normalization};
 use crate::engine::{gemm, ModelName, Tensor, TrainConfig, Trainer};
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, storage_zeroed, uniform};
-use crate::gpu::{Category, GpuContext, Timings};
+use crate::gpu::{Category, GpuContext, Timings, TransferCounts};
 
 /// Adapter features that matter to fdsr's kernels, in report order.
 pub const FEATURES: [(&str, wgpu::Features); 4] = [
@@ -50,6 +50,8 @@ pub struct TrainBench {
     pub subgroup_sizes: (u32, u32),
     /// The adapter's cooperative-matrix configurations.
     pub cooperative_matrix: Vec<wgpu::CooperativeMatrixProperties>,
+    /// Bytes uploaded and read back, host waits and passes over the timed steps.
+    pub transfers: TransferCounts,
 }
 
 fn seconds(ctx: &GpuContext, f: impl Fn(&mut wgpu::CommandEncoder) -> Result<()>) -> Result<f64> {
@@ -101,12 +103,14 @@ pub async fn measure(ctx: &GpuContext, model: ModelName, batch: usize, steps: us
     t.read_metrics(ctx).await?;
     ctx.profiler.enable(&ctx.device);
     ctx.profiler.collect(ctx).await?; // the warm-up's counts
+    let before = ctx.transfer_counts();
     let start = Instant::now();
     for _ in 0..steps {
         t.step(ctx, &x, &y, 0.05).await?;
         t.read_metrics(ctx).await?;
     }
     let secs = start.elapsed().as_secs_f64();
+    let transfers = ctx.transfer_counts().since(&before);
     let timings = ctx.profiler.collect(ctx).await?;
     let (copy_gb_s, matmul_gflop_s) = device_rates(ctx, 64, 1024)?;
     let enabled = ctx.device.features();
@@ -126,6 +130,7 @@ pub async fn measure(ctx: &GpuContext, model: ModelName, batch: usize, steps: us
             .collect(),
         subgroup_sizes: (ctx.info.subgroup_min_size, ctx.info.subgroup_max_size),
         cooperative_matrix: ctx.cooperative_matrix.clone(),
+        transfers,
     })
 }
 
@@ -171,6 +176,14 @@ impl TrainBench {
             self.images_per_s,
             self.step_ms,
             dispatches as f64 / steps
+        );
+        let t = &self.transfers;
+        let _ = writeln!(
+            o,
+            "host traffic per step: {:.1} KiB uploaded, {:.1} KiB read back, {:.1} host waits",
+            t.uploaded as f64 / 1024.0 / steps,
+            t.read_back as f64 / 1024.0 / steps,
+            t.host_waits as f64 / steps
         );
         let _ =
             writeln!(o, "device: copy {:.2} GB/s, matmul (1024^3) {:.2} GFLOP/s", self.copy_gb_s, self.matmul_gflop_s);
@@ -246,6 +259,7 @@ mod tests {
             features: vec![("SUBGROUP", true, true), ("EXPERIMENTAL_COOPERATIVE_MATRIX", false, false)],
             subgroup_sizes: (32, 32),
             cooperative_matrix: coop,
+            transfers: TransferCounts { uploaded: 4096, read_back: 2048, host_waits: 4, dispatches: 20 },
         }
     }
 
@@ -255,6 +269,7 @@ mod tests {
         assert!(r.contains("cooperative-matrix configurations: none"), "{r}");
         assert!(r.contains("SUBGROUP (used), no EXPERIMENTAL_COOPERATIVE_MATRIX"), "{r}");
         assert!(r.contains("10 dispatches per step"), "{r}");
+        assert!(r.contains("2.0 KiB uploaded, 1.0 KiB read back, 2.0 host waits"), "{r}");
         assert!(r.contains("no per-kernel times") && r.contains("| conv_forward | 5 | — | — | — | — |"), "{r}");
         assert!(r.contains("step: 2.00 GFLOP, 200.00 GFLOP/s of wall time"), "{r}");
     }
