@@ -9,14 +9,19 @@
 // pass runs one invocation per value. Workgroup sums come from the reduce prelude
 // (`block_sum2`: subgroups where the device has them, workgroup memory elsewhere).
 //
+// With one chunk per channel (a CPU adapter's plan, or a small tensor) the combination steps are
+// skipped: bn_stats_partial writes the statistics itself and bn_backward_dx sums its channel
+// itself, so the forward takes two passes and the backward one.
+//
 // Bindings by entry point (src1 and dst1 hold u32 words; floats pass through them as bits):
-//   entry                x   src0   src1   src2   src3   dst0   dst1    dst2
-//   bn_stats_partial     x   -      -      -      -      part   -       -
-//   bn_stats_finish      -   part   -      -      gamma  stats  rmean   rvar
-//   bn_eval_stats        -   rmean  rvar   -      gamma  stats  -       -
-//   bn_apply             x   -      beta   stats  -      y      mask    -
-//   bn_backward_partial  x   dy     mask   stats  -      part   -       -
-//   bn_backward_dx       x   dy     mask   stats  part   dx     dgamma  dbeta
+//   entry                       x   src0   src1   src2   src3   dst0   dst1    dst2
+//   bn_stats_partial            x   -      -      -      -      part   -       -
+//   bn_stats_partial, 1 chunk   x   -      -      -      gamma  stats  rmean   rvar
+//   bn_stats_finish             -   part   -      -      gamma  stats  rmean   rvar
+//   bn_eval_stats               -   rmean  rvar   -      gamma  stats  -       -
+//   bn_apply                    x   -      beta   stats  -      y      mask    -
+//   bn_backward_partial         x   dy     mask   stats  -      part   -       -
+//   bn_backward_dx              x   dy     mask   stats  part   dx     dgamma  dbeta
 // stats = [mean[C], invstd[C], gamma[C]] (gamma as the forward used it: the backward needs only
 // these); part[2 (c chunks + j) ..] = the pair of chunk j of channel c.
 
@@ -75,14 +80,27 @@ fn bn_stats_partial(ids: Ids) {
     }
     let m2 = block_sum2(vec2<f32>(q, 0.0), ids).x;
     if (ids.lid == 0u) {
-        let o = 2u * (c * p.chunks + ids.wg.x);
-        dst0[o] = mu;
-        dst0[o + 1u] = m2;
+        if (p.chunks == 1u) {
+            finish_stats(c, mu, m2 / f32(p.m));
+        } else {
+            let o = 2u * (c * p.chunks + ids.wg.x);
+            dst0[o] = mu;
+            dst0[o + 1u] = m2;
+        }
     }
 }
 
-// Channel wg.x: mean and invstd from its chunks (one per invocation, at most 256); the running
-// statistics move by the momentum.
+// Channel c's statistics from its mean and biased variance; the running statistics move by the
+// momentum.
+fn finish_stats(c: u32, mean: f32, var_b: f32) {
+    dst0[c] = mean;
+    dst0[p.c + c] = 1.0 / sqrt(var_b + p.eps);
+    dst0[2u * p.c + c] = src3[c];
+    dst1[c] = bitcast<u32>((1.0 - p.momentum) * bitcast<f32>(dst1[c]) + p.momentum * mean);
+    dst2[c] = (1.0 - p.momentum) * dst2[c] + p.momentum * (var_b * p.unbias);
+}
+
+// Channel wg.x: mean and invstd from its chunks (one per invocation, at most 256).
 @compute @workgroup_size(256)
 fn bn_stats_finish(ids: Ids) {
     let c = ids.wg.x;
@@ -99,13 +117,7 @@ fn bn_stats_finish(ids: Ids) {
     let mean = block_sum2(vec2<f32>(n * mu, 0.0), ids).x / f32(p.m);
     let d = mu - mean;
     let var_b = block_sum2(vec2<f32>(m2 + n * d * d, 0.0), ids).x / f32(p.m);
-    if (ids.lid == 0u) {
-        dst0[c] = mean;
-        dst0[p.c + c] = 1.0 / sqrt(var_b + p.eps);
-        dst0[2u * p.c + c] = src3[c];
-        dst1[c] = bitcast<u32>((1.0 - p.momentum) * bitcast<f32>(dst1[c]) + p.momentum * mean);
-        dst2[c] = (1.0 - p.momentum) * dst2[c] + p.momentum * (var_b * p.unbias);
-    }
+    if (ids.lid == 0u) { finish_stats(c, mean, var_b); }
 }
 
 // Eval mode: mean and invstd from the running statistics (one invocation per channel).
@@ -144,9 +156,8 @@ fn bn_apply(ids: Ids) {
     }
 }
 
-// Chunk wg.x of channel wg.y: sums of the gradient g and of g·x̂.
-@compute @workgroup_size(256)
-fn bn_backward_partial(ids: Ids) {
+// Sums of the gradient g and of g·x̂ over chunk wg.x of channel wg.y.
+fn chunk_grad_sums(ids: Ids) -> vec2<f32> {
     let c = ids.wg.y;
     let r = chunk_range(ids.wg.x);
     let mu = src2[c];
@@ -157,7 +168,14 @@ fn bn_backward_partial(ids: Ids) {
         let g = grad(i);
         a += vec2<f32>(g, g * ((x[i] - mu) * is));
     }
-    let s = block_sum2(a, ids);
+    return block_sum2(a, ids);
+}
+
+// Chunk wg.x of channel wg.y: its sums of g and g·x̂.
+@compute @workgroup_size(256)
+fn bn_backward_partial(ids: Ids) {
+    let c = ids.wg.y;
+    let s = chunk_grad_sums(ids);
     if (ids.lid == 0u) {
         let o = 2u * (c * p.chunks + ids.wg.x);
         dst0[o] = s.x;
@@ -165,18 +183,23 @@ fn bn_backward_partial(ids: Ids) {
     }
 }
 
-// Chunk wg.x of channel wg.y: its channel's sums S = sum g and T = sum g·x̂ from the partials
-// (chunk 0's workgroup also writes them as dbeta and dgamma), then
-// dx = gamma invstd (g - S / m - x̂ T / m) over the chunk.
+// Chunk wg.x of channel wg.y: its channel's sums S = sum g and T = sum g·x̂ from the partials,
+// or from the channel itself when it is one chunk (chunk 0's workgroup also writes them as dbeta
+// and dgamma), then dx = gamma invstd (g - S / m - x̂ T / m) over the chunk.
 @compute @workgroup_size(256)
 fn bn_backward_dx(ids: Ids) {
     let c = ids.wg.y;
-    var v = vec2<f32>(0.0);
-    if (ids.lid < p.chunks) {
-        let o = 2u * (c * p.chunks + ids.lid);
-        v = vec2<f32>(src3[o], src3[o + 1u]);
+    var s: vec2<f32>;
+    if (p.chunks == 1u) {
+        s = chunk_grad_sums(ids);
+    } else {
+        var v = vec2<f32>(0.0);
+        if (ids.lid < p.chunks) {
+            let o = 2u * (c * p.chunks + ids.lid);
+            v = vec2<f32>(src3[o], src3[o + 1u]);
+        }
+        s = block_sum2(v, ids);
     }
-    let s = block_sum2(v, ids);
     if (ids.wg.x == 0u && ids.lid == 0u) {
         dst1[c] = bitcast<u32>(s.y);
         dst2[c] = s.x;

@@ -7,7 +7,8 @@
 //! values spread over many workgroups: a partial per (chunk, channel), then a fixed-order
 //! combination per channel (forward: its own pass; backward: inside each workgroup of the dx
 //! pass). Forward: 3 passes (statistics partials, combination, normalize + ReLU + mask);
-//! backward: 2 (partials, dx with dgamma and dbeta).
+//! backward: 2 (partials, dx with dgamma and dbeta). With one chunk per channel (a CPU adapter,
+//! or a small tensor) the combinations are skipped: 2 passes forward, 1 backward.
 
 use super::{dummy, expect_shape, groups, reducing, BitMask};
 use crate::engine::tensor::Tensor;
@@ -182,13 +183,20 @@ pub fn batchnorm_train_forward(
     p.relu = u32::from(relu);
     let c = p.c as usize;
     check_params(bn, c)?;
-    let part = Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace);
     let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::SavedActivations) };
-    let reads = [Some(x.buffer()), None, None, None, None];
-    record(ctx, enc, "bn_stats_partial", &p, reads, [Some(part.buffer()), None, None], [p.chunks, p.c, 1])?;
-    let (rm, rv) = (bn.running_mean.buffer(), bn.running_var.buffer());
-    let reads = [None, Some(part.buffer()), None, None, Some(bn.gamma.buffer())];
-    record(ctx, enc, "bn_stats_finish", &p, reads, [Some(s.stats.buffer()), Some(rm), Some(rv)], [p.c, 1, 1])?;
+    let finish = [Some(s.stats.buffer()), Some(bn.running_mean.buffer()), Some(bn.running_var.buffer())];
+    let gamma = Some(bn.gamma.buffer());
+    if p.chunks == 1 {
+        // One chunk per channel: the partial pass writes the statistics itself.
+        let reads = [Some(x.buffer()), None, None, None, gamma];
+        record(ctx, enc, "bn_stats_partial", &p, reads, finish, [1, p.c, 1])?;
+    } else {
+        let part = Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace);
+        let reads = [Some(x.buffer()), None, None, None, None];
+        record(ctx, enc, "bn_stats_partial", &p, reads, [Some(part.buffer()), None, None], [p.chunks, p.c, 1])?;
+        let reads = [None, Some(part.buffer()), None, None, gamma];
+        record(ctx, enc, "bn_stats_finish", &p, reads, finish, [p.c, 1, 1])?;
+    }
     let (y, mask) = apply(ctx, enc, (x, bn, &s), &p, Category::SavedActivations)?;
     Ok((y, s, mask))
 }
@@ -251,13 +259,16 @@ pub fn batchnorm_backward(
         }
         p.relu = 1;
     }
-    let part = Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace);
     let dx = Tensor::uninit(ctx, x.shape(), Category::Workspace);
     let (mk, st) = (mask.map(|m| m.words.buffer()), Some(saved.stats.buffer()));
     let grid = [p.chunks, p.c, 1];
-    let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, None];
-    record(ctx, enc, "bn_backward_partial", &p, reads, [Some(part.buffer()), None, None], grid)?;
-    let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, Some(part.buffer())];
+    // With one chunk per channel the dx pass sums its channel itself.
+    let part = (p.chunks > 1).then(|| Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace));
+    if let Some(part) = &part {
+        let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, None];
+        record(ctx, enc, "bn_backward_partial", &p, reads, [Some(part.buffer()), None, None], grid)?;
+    }
+    let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, part.as_ref().map(Tensor::buffer)];
     let writes = [Some(dx.buffer()), Some(dgamma.buffer()), Some(dbeta.buffer())];
     record(ctx, enc, "bn_backward_dx", &p, reads, writes, grid)?;
     Ok(dx)
