@@ -131,28 +131,30 @@ fn load_b(mode: u32, c: Col, k: u32, kd: vec4<i32>) -> f32 {
     return b_buf[q * p.cin * p.h * p.w + c.rb0 + u32(y) * p.w + u32(x)];
 }
 
-// Stages the A and B tiles of the step starting at k0 (k >= kend loads zeros).
+// Stages the A and B tiles of the step starting at k0 (k >= kend loads zeros). Each decoded k
+// is read from `Kd` once per invocation and step.
 fn load_tiles(mode: u32, m0: u32, k0: u32, kend: u32, tid: u32, cols: array<Col, 4>) {
-    // A: 2*TM vec4 slots, slot v = (k row v % 8, rows 4*(v / 8) ..).
+    // A: 2*TM vec4 slots, slot v = (k row v % 8, rows 4*(v / 8) ..); v % 8 = tid % 8.
+    let ka = tid % BK;
+    let kda = Kd[ka];
     for (var v = tid; v < 2u * TM; v += 64u) {
-        let kr = v % BK;
-        let k = k0 + kr;
+        let k = k0 + ka;
         var av = vec4<f32>(0.0);
         if (k < kend) {
-            let kd = Kd[kr];
             let m = m0 + (v / BK) * 4u;
-            av = vec4<f32>(load_a(mode, m, k, kd), load_a(mode, m + 1u, k, kd), load_a(mode, m + 2u, k, kd),
-                           load_a(mode, m + 3u, k, kd));
+            av = vec4<f32>(load_a(mode, m, k, kda), load_a(mode, m + 1u, k, kda), load_a(mode, m + 2u, k, kda),
+                           load_a(mode, m + 3u, k, kda));
         }
-        As[kr * AROW + v / BK] = av;
+        As[ka * AROW + v / BK] = av;
     }
-    // B: column tid + 64 j of the tile at all 8 k rows.
-    for (var j = 0u; j < TN / 64u; j++) {
-        let n = tid + 64u * j;
-        for (var kr = 0u; kr < BK; kr++) {
-            let k = k0 + kr;
+    // B: columns tid + 64 j of the tile at all 8 k rows.
+    for (var kr = 0u; kr < BK; kr++) {
+        let k = k0 + kr;
+        let kd = Kd[kr];
+        for (var j = 0u; j < TN / 64u; j++) {
+            let n = tid + 64u * j;
             var bv = 0.0;
-            if (k < kend) { bv = load_b(mode, cols[j], k, Kd[kr]); }
+            if (k < kend) { bv = load_b(mode, cols[j], k, kd); }
             Bs[(kr * TN + n) / 4u][n % 4u] = bv;
         }
     }
