@@ -1,10 +1,16 @@
 // Tiled matrix products of the engine: C[M][N] = sum_k A(m, k) B(k, n) for linear layers and for
 // conv2d as an implicit GEMM (forward, input gradient, weight gradient; no im2col buffer).
-// A workgroup of 64 computes a 64x64 tile of C, 8x8 values per invocation (register blocking:
-// 4 vec4 reads of workgroup memory feed 64 FMAs), walking K in steps of 8: each step's 64x8 A and
-// 8x64 B tiles are staged in workgroup memory by all 64 invocations. Grid: x = tile of N, y = tile
-// of M, z = split of K (the weight gradient's K is batch*OH*OW; its partial sums are added in
-// order by `reduce_splits`). Index arithmetic per loaded column is done once, per k once.
+// A workgroup of 64 computes a TM x TN tile of C (TM = 16, 32 or 64 from the pipeline constant,
+// TN = 4096 / TM, so a skinny product does not pad its short side to 64), 8x8 values per
+// invocation (register blocking: 4 vec4 reads of workgroup memory feed 64 FMAs), walking K in
+// steps of 8. Each step's TMx8 A and 8xTN B tiles are staged in workgroup memory: A with
+// consecutive invocations on consecutive k (4 rows per vec4; rows are padded by one vec4 so the
+// stores do not collide), B with consecutive invocations on consecutive columns, so the loads of
+// a warp fall on adjacent addresses wherever the operand is contiguous. The 8 k of a step are
+// decoded once per workgroup (by 8 invocations, while the others compute) into `Kd`.
+// Grid: x = tile of N, y = tile of M, z = split of K. With more than one split each split writes
+// its partial C to a workspace slice and `reduce_splits` adds the slices in a fixed order
+// (deterministic: no atomics).
 
 struct GemmParams {
     m: u32, n: u32, k: u32, k_split: u32,
@@ -12,6 +18,7 @@ struct GemmParams {
     cout: u32, oh: u32, ow: u32, ksize: u32,
     stride: u32, pad: u32, has_bias: u32, splits: u32,
     sam: u32, sak: u32, sbk: u32, sbn: u32,
+    lanes: u32, _a: u32, _b: u32, _c: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: GemmParams;
@@ -20,113 +27,137 @@ struct GemmParams {
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> c_buf: array<f32>;
 
-const TM: u32 = 64u; // rows of C per workgroup
-const TN: u32 = 64u; // columns of C per workgroup
+override TM: u32 = 64u; // rows of C per workgroup: 16, 32 or 64
+override TN: u32 = 4096u / TM; // columns of C per workgroup
+override AROW: u32 = TM / 4u + 1u; // vec4 slots per k row of the A tile (one of padding)
+override AW: u32 = 8u * AROW;
+override BW: u32 = 2u * TN;
 const BK: u32 = 8u;
 const STRIDED: u32 = 0u; // A(m,k) = a[m*sam + k*sak], B(k,n) = b[k*sbk + n*sbn], C row-major
 const CONV_FWD: u32 = 1u; // A = weights [cout][cin*k*k], B = input patches, C = y [b][cout][oh][ow]
 const CONV_DATA: u32 = 2u; // A = weights seen as [cin][cout*k*k], B = dy gathered, C = dx
 const CONV_WEIGHT: u32 = 3u; // A = dy [cout][(b,oy,ox)], B = input patches [(b,oy,ox)][(ci,ky,kx)]
 
-var<workgroup> As: array<vec4<f32>, 128>; // [BK][TM/4]
-var<workgroup> Bs: array<vec4<f32>, 128>; // [BK][TN/4]
+var<workgroup> As: array<vec4<f32>, AW>; // [BK][AROW], 4 rows per vec4
+var<workgroup> Bs: array<vec4<f32>, BW>; // [BK][TN/4], 4 columns per vec4
+var<workgroup> Kd: array<vec4<i32>, 8>; // the step's k decoded: (q, r, ky, kx)
+var<workgroup> R: array<f32, 256>; // reduce_splits
 
 fn in_plane(y: i32, x: i32, h: u32, w: u32) -> bool {
     return y >= 0 && x >= 0 && u32(y) < h && u32(x) < w;
 }
 
-// What an invocation's loaders need about one of its 4 columns, computed once.
-struct Col {
-    ra: u32, rb0: u32, rb1: i32, rb2: i32, va: bool, vb: bool,
-}
+// What the B loads of one column need, computed once per invocation.
+struct Col { rb0: u32, rb1: i32, rb2: i32, vb: bool }
 
-fn col_info(mode: u32, m: u32, n: u32) -> Col {
+fn col_info(mode: u32, n: u32) -> Col {
     var c: Col;
-    c.va = m < p.m;
     c.vb = n < p.n;
-    let hw = p.h * p.w;
-    let ohw = p.oh * p.ow;
-    let kk2 = p.ksize * p.ksize;
     let s = i32(p.stride);
     let pad = i32(p.pad);
     if (mode == STRIDED) {
-        c.ra = m * p.sam;
         c.rb0 = n * p.sbn;
     } else if (mode == CONV_FWD) {
-        c.ra = m * p.k;
+        let ohw = p.oh * p.ow;
         let r = n % ohw;
-        c.rb0 = (n / ohw) * p.cin * hw;
+        c.rb0 = (n / ohw) * p.cin * p.h * p.w;
         c.rb1 = i32(r / p.ow) * s - pad;
         c.rb2 = i32(r % p.ow) * s - pad;
     } else if (mode == CONV_DATA) {
-        c.ra = m;
+        let hw = p.h * p.w;
         let r = n % hw;
-        c.rb0 = (n / hw) * p.cout * ohw;
+        c.rb0 = (n / hw) * p.cout * p.oh * p.ow;
         c.rb1 = i32(r / p.w) + pad;
         c.rb2 = i32(r % p.w) + pad;
     } else {
-        c.ra = m;
+        let kk2 = p.ksize * p.ksize;
         let r = n % kk2;
-        c.rb0 = (n / kk2) * hw;
+        c.rb0 = (n / kk2) * p.h * p.w;
         c.rb1 = i32(r / p.ksize) - pad;
         c.rb2 = i32(r % p.ksize) - pad;
     }
     return c;
 }
 
-// Per-k values shared by the loads of one step: (k, ci|co|b, tap or position).
-struct KInfo { k: u32, q: u32, r: u32, ky: i32, kx: i32 }
-
-fn k_info(mode: u32, k: u32) -> KInfo {
-    var ki: KInfo;
-    ki.k = k;
+// k decoded: conv forward and input gradient (ci|co, tap, ky, kx); weight gradient
+// (b, position, oy*stride, ox*stride).
+fn k_decode(mode: u32, k: u32) -> vec4<i32> {
     if (mode == CONV_FWD || mode == CONV_DATA) {
         let kk2 = p.ksize * p.ksize;
-        ki.q = k / kk2;
-        ki.r = k % kk2;
-        ki.ky = i32(ki.r / p.ksize);
-        ki.kx = i32(ki.r % p.ksize);
-    } else if (mode == CONV_WEIGHT) {
-        let ohw = p.oh * p.ow;
-        ki.q = k / ohw;
-        ki.r = k % ohw;
-        ki.ky = i32(ki.r / p.ow) * i32(p.stride);
-        ki.kx = i32(ki.r % p.ow) * i32(p.stride);
+        let r = k % kk2;
+        return vec4<i32>(i32(k / kk2), i32(r), i32(r / p.ksize), i32(r % p.ksize));
     }
-    return ki;
+    if (mode == CONV_WEIGHT) {
+        let ohw = p.oh * p.ow;
+        let r = k % ohw;
+        return vec4<i32>(i32(k / ohw), i32(r), i32(r / p.ow) * i32(p.stride), i32(r % p.ow) * i32(p.stride));
+    }
+    return vec4<i32>(0);
 }
 
-fn load_a(mode: u32, c: Col, ki: KInfo) -> f32 {
-    if (!c.va) { return 0.0; }
-    if (mode == STRIDED) { return a_buf[c.ra + ki.k * p.sak]; }
-    if (mode == CONV_FWD) { return a_buf[c.ra + ki.k]; }
-    if (mode == CONV_DATA) { return a_buf[(ki.q * p.cin + c.ra) * p.ksize * p.ksize + ki.r]; }
-    return a_buf[(ki.q * p.cout + c.ra) * p.oh * p.ow + ki.r];
+fn load_a(mode: u32, m: u32, k: u32, kd: vec4<i32>) -> f32 {
+    if (m >= p.m) { return 0.0; }
+    let q = u32(kd.x);
+    let r = u32(kd.y);
+    if (mode == STRIDED) { return a_buf[m * p.sam + k * p.sak]; }
+    if (mode == CONV_FWD) { return a_buf[m * p.k + k]; }
+    if (mode == CONV_DATA) { return a_buf[(q * p.cin + m) * p.ksize * p.ksize + r]; }
+    return a_buf[(q * p.cout + m) * p.oh * p.ow + r];
 }
 
-fn load_b(mode: u32, c: Col, ki: KInfo) -> f32 {
+fn load_b(mode: u32, c: Col, k: u32, kd: vec4<i32>) -> f32 {
     if (!c.vb) { return 0.0; }
-    if (mode == STRIDED) { return b_buf[ki.k * p.sbk + c.rb0]; }
+    let q = u32(kd.x);
+    if (mode == STRIDED) { return b_buf[k * p.sbk + c.rb0]; }
     if (mode == CONV_FWD) {
-        let y = c.rb1 + ki.ky;
-        let x = c.rb2 + ki.kx;
+        let y = c.rb1 + kd.z;
+        let x = c.rb2 + kd.w;
         if (!in_plane(y, x, p.h, p.w)) { return 0.0; }
-        return b_buf[c.rb0 + ki.q * p.h * p.w + u32(y) * p.w + u32(x)];
+        return b_buf[c.rb0 + q * p.h * p.w + u32(y) * p.w + u32(x)];
     }
     if (mode == CONV_DATA) {
         let s = i32(p.stride);
-        let ty = c.rb1 - ki.ky;
-        let tx = c.rb2 - ki.kx;
+        let ty = c.rb1 - kd.z;
+        let tx = c.rb2 - kd.w;
         if (ty < 0 || tx < 0 || ty % s != 0 || tx % s != 0) { return 0.0; }
         let oy = u32(ty / s);
         let ox = u32(tx / s);
         if (oy >= p.oh || ox >= p.ow) { return 0.0; }
-        return b_buf[c.rb0 + ki.q * p.oh * p.ow + oy * p.ow + ox];
+        return b_buf[c.rb0 + q * p.oh * p.ow + oy * p.ow + ox];
     }
-    let y = ki.ky + c.rb1;
-    let x = ki.kx + c.rb2;
+    let y = kd.z + c.rb1;
+    let x = kd.w + c.rb2;
     if (!in_plane(y, x, p.h, p.w)) { return 0.0; }
-    return b_buf[ki.q * p.cin * p.h * p.w + c.rb0 + u32(y) * p.w + u32(x)];
+    return b_buf[q * p.cin * p.h * p.w + c.rb0 + u32(y) * p.w + u32(x)];
+}
+
+// Stages the A and B tiles of the step starting at k0 (k >= kend loads zeros). Each decoded k
+// is read from `Kd` once per invocation and step.
+fn load_tiles(mode: u32, m0: u32, k0: u32, kend: u32, tid: u32, cols: array<Col, 4>) {
+    // A: 2*TM vec4 slots, slot v = (k row v % 8, rows 4*(v / 8) ..); v % 8 = tid % 8.
+    let ka = tid % BK;
+    let kda = Kd[ka];
+    for (var v = tid; v < 2u * TM; v += 64u) {
+        let k = k0 + ka;
+        var av = vec4<f32>(0.0);
+        if (k < kend) {
+            let m = m0 + (v / BK) * 4u;
+            av = vec4<f32>(load_a(mode, m, k, kda), load_a(mode, m + 1u, k, kda), load_a(mode, m + 2u, k, kda),
+                           load_a(mode, m + 3u, k, kda));
+        }
+        As[ka * AROW + v / BK] = av;
+    }
+    // B: columns tid + 64 j of the tile at all 8 k rows.
+    for (var kr = 0u; kr < BK; kr++) {
+        let k = k0 + kr;
+        let kd = Kd[kr];
+        for (var j = 0u; j < TN / 64u; j++) {
+            let n = tid + 64u * j;
+            var bv = 0.0;
+            if (k < kend) { bv = load_b(mode, cols[j], k, kd); }
+            Bs[(kr * TN + n) / 4u][n % 4u] = bv;
+        }
+    }
 }
 
 fn gemm(mode: u32, wid: vec3<u32>, tid: u32) {
@@ -134,16 +165,13 @@ fn gemm(mode: u32, wid: vec3<u32>, tid: u32) {
     let n0 = wid.x * TN;
     let kbeg = wid.z * p.k_split;
     let kend = min(p.k, kbeg + p.k_split);
-    // Loads: invocation tid fills 4 consecutive rows (A) and columns (B) at two k rows.
-    let l4 = (tid % 16u) * 4u;
-    let lk = tid / 16u;
-    let a0i = col_info(mode, m0 + l4, n0 + l4);
-    let a1i = col_info(mode, m0 + l4 + 1u, n0 + l4 + 1u);
-    let a2i = col_info(mode, m0 + l4 + 2u, n0 + l4 + 2u);
-    let a3i = col_info(mode, m0 + l4 + 3u, n0 + l4 + 3u);
+    var cols: array<Col, 4>;
+    for (var j = 0u; j < TN / 64u; j++) {
+        cols[j] = col_info(mode, n0 + tid + 64u * j);
+    }
     // Compute: invocation (ty, tx) owns rows ty*8 .. +8 and columns tx*8 .. +8.
-    let ty = tid / 8u;
-    let tx = tid % 8u;
+    let ty = tid / (TN / 8u);
+    let tx = tid % (TN / 8u);
     var c00 = vec4<f32>(0.0);
     var c01 = vec4<f32>(0.0);
     var c10 = vec4<f32>(0.0);
@@ -160,26 +188,18 @@ fn gemm(mode: u32, wid: vec3<u32>, tid: u32) {
     var c61 = vec4<f32>(0.0);
     var c70 = vec4<f32>(0.0);
     var c71 = vec4<f32>(0.0);
+    if (tid < BK) { Kd[tid] = k_decode(mode, kbeg + tid); }
+    workgroupBarrier();
     for (var k0 = kbeg; k0 < kend; k0 += BK) {
-        for (var half = 0u; half < 2u; half++) {
-            let kr = lk + half * 4u;
-            let k = k0 + kr;
-            var av = vec4<f32>(0.0);
-            var bv = vec4<f32>(0.0);
-            if (k < kend) {
-                let ki = k_info(mode, k);
-                av = vec4<f32>(load_a(mode, a0i, ki), load_a(mode, a1i, ki), load_a(mode, a2i, ki), load_a(mode, a3i, ki));
-                bv = vec4<f32>(load_b(mode, a0i, ki), load_b(mode, a1i, ki), load_b(mode, a2i, ki), load_b(mode, a3i, ki));
-            }
-            As[kr * 16u + tid % 16u] = av;
-            Bs[kr * 16u + tid % 16u] = bv;
-        }
+        load_tiles(mode, m0, k0, kend, tid, cols);
         workgroupBarrier();
+        // The loads have read Kd: decode the next step's k while the tile is multiplied.
+        if (tid < BK) { Kd[tid] = k_decode(mode, k0 + BK + tid); }
         for (var kk = 0u; kk < BK; kk++) {
-            let a0 = As[kk * 16u + ty * 2u];
-            let a1 = As[kk * 16u + ty * 2u + 1u];
-            let b0 = Bs[kk * 16u + tx * 2u];
-            let b1 = Bs[kk * 16u + tx * 2u + 1u];
+            let a0 = As[kk * AROW + ty * 2u];
+            let a1 = As[kk * AROW + ty * 2u + 1u];
+            let b0 = Bs[kk * (TN / 4u) + tx * 2u];
+            let b1 = Bs[kk * (TN / 4u) + tx * 2u + 1u];
             c00 += a0.x * b0;
             c01 += a0.x * b1;
             c10 += a0.y * b0;
@@ -221,20 +241,23 @@ fn store_col8(mode: u32, split: u32, m: u32, n: u32, lo: vec4<f32>, hi: vec4<f32
     store_one(mode, split, m, n + 7u, hi.w);
 }
 
+// C(m, n) at its place in the output; split s of a split product goes to slice s of the
+// workspace (same layout), the bias only into slice 0.
 fn store_one(mode: u32, split: u32, m: u32, n: u32, v: f32) {
     if (m >= p.m || n >= p.n) { return; }
     var x = v;
+    var at = m * p.n + n;
     if (mode == CONV_FWD) {
         let ohw = p.oh * p.ow;
-        if (p.has_bias != 0u) { x += bias[m]; }
-        c_buf[((n / ohw) * p.cout + m) * ohw + n % ohw] = x;
+        if (p.has_bias != 0u && split == 0u) { x += bias[m]; }
+        at = ((n / ohw) * p.cout + m) * ohw + n % ohw;
     } else if (mode == CONV_DATA) {
         let hw = p.h * p.w;
-        c_buf[((n / hw) * p.cin + m) * hw + n % hw] = x;
-    } else {
-        if (mode == STRIDED && p.has_bias != 0u && split == 0u) { x += bias[n]; }
-        c_buf[(split * p.m + m) * p.n + n] = x;
+        at = ((n / hw) * p.cin + m) * hw + n % hw;
+    } else if (mode == STRIDED && p.has_bias != 0u && split == 0u) {
+        x += bias[n];
     }
+    c_buf[split * p.m * p.n + at] = x;
 }
 
 @compute @workgroup_size(64)
@@ -257,15 +280,26 @@ fn conv_backward_weight(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_in
     gemm(CONV_WEIGHT, wid, tid);
 }
 
-// c[i] = sum over splits z of a[z*M*N + i], in split order (deterministic).
+// c[i] = sum over splits z of a[z*M*N + i]. A workgroup covers 256 / lanes outputs; lane l of an
+// output sums splits l, l + lanes, … in order, then the lanes are added in a fixed tree.
 @compute @workgroup_size(256)
-fn reduce_splits(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
-    let i = gid.x + gid.y * nw.x * 256u;
+fn reduce_splits(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let outs = 256u / p.lanes;
+    let i = (wg.y * nw.x + wg.x) * outs + lid % outs;
+    let lane = lid / outs;
     let mn = p.m * p.n;
-    if (i >= mn) { return; }
     var acc = 0.0;
-    for (var z = 0u; z < p.splits; z++) {
-        acc += a_buf[z * mn + i];
+    if (i < mn) {
+        for (var z = lane; z < p.splits; z += p.lanes) {
+            acc += a_buf[z * mn + i];
+        }
     }
-    c_buf[i] = acc;
+    R[lid] = acc;
+    workgroupBarrier();
+    for (var s = p.lanes / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) { R[lid] += R[lid + s * outs]; }
+        workgroupBarrier();
+    }
+    if (lane == 0u && i < mn) { c_buf[i] = R[lid]; }
 }

@@ -1,7 +1,8 @@
 // Elementwise ops of the engine: ReLU with a 1-bit mask (bit i of word j = value 32j+i > 0), its
-// backward, the mask alone, the mask-aware clamp, and the residual add / gradient accumulation.
-// One invocation per element (per mask word for the masks, so no atomics) on a 2-D grid of
-// 256-wide workgroups.
+// backward, the mask alone, the mask-aware clamp, the residual add / gradient accumulation, and
+// the residual add fused with the ReLU that follows it. One invocation per element (per mask word
+// for relu_forward and positive_mask; add_relu gathers its words in workgroup memory) on a 2-D
+// grid of 256-wide workgroups.
 
 struct EwParams { n: u32, words: u32, _a: u32, _b: u32 }
 
@@ -10,6 +11,8 @@ struct EwParams { n: u32, words: u32, _a: u32, _b: u32 }
 @group(0) @binding(2) var<storage, read> in1: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out0: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out1: array<u32>;
+
+var<workgroup> words: array<atomic<u32>, 8>;
 
 fn linear_id(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return (wg.y * nwg.x + wg.x) * 256u + lid;
@@ -83,4 +86,22 @@ fn add_into(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: 
     let i = linear_id(wg, nwg, lid);
     if (i >= p.n) { return; }
     out0[i] = out0[i] + in0[i];
+}
+
+// y = max(a + b, 0) and its mask words (a residual block's sum and output ReLU in one pass).
+@compute @workgroup_size(256)
+fn add_relu(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+    let i = linear_id(wg, nwg, lid);
+    if (lid < 8u) { atomicStore(&words[lid], 0u); }
+    workgroupBarrier();
+    if (i < p.n) {
+        let v = in0[i] + bitcast<f32>(in1[i]);
+        let pos = v > 0.0;
+        out0[i] = select(0.0, v, pos);
+        if (pos) { atomicOr(&words[lid / 32u], 1u << (lid % 32u)); }
+    }
+    workgroupBarrier();
+    let word = (i - lid) / 32u + lid;
+    if (lid < 8u && word < p.words) { out1[word] = atomicLoad(&words[lid]); }
 }

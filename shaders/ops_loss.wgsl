@@ -1,6 +1,7 @@
 // Softmax cross-entropy, mean over the batch: one invocation per row (stable log-sum-exp, the
-// probabilities, the row's loss and whether its first argmax is the label), then one invocation
-// sums the rows in order (deterministic). Also its gradient and an on-GPU metrics accumulator.
+// probabilities, the row's loss and whether its first argmax is the label), then one workgroup
+// sums the rows (`block_sum2` of the reduce prelude: a fixed order, deterministic). Also its
+// gradient and an on-GPU metrics accumulator.
 
 struct LossParams { b: u32, c: u32, total: u32, _a: u32 }
 
@@ -40,17 +41,19 @@ fn ce_rows(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
     out2[i] = select(0.0, 1.0, arg == label);
 }
 
-// in0 = row losses, in1 = row hits (f32 bits); out0[0] = mean loss, out1[0] = hit count.
-@compute @workgroup_size(1)
-fn ce_reduce() {
-    var loss = 0.0;
-    var hits = 0.0;
-    for (var i = 0u; i < p.b; i++) {
-        loss += in0[i];
-        hits += bitcast<f32>(in1[i]);
+// in0 = row losses, in1 = row hits (f32 bits); out0[0] = mean loss, out1[0] = hit count. Each
+// invocation adds rows lid, lid + 256, … in order, then the workgroup's sum.
+@compute @workgroup_size(256)
+fn ce_reduce(ids: Ids) {
+    var a = vec2<f32>(0.0);
+    for (var i = ids.lid; i < p.b; i += 256u) {
+        a += vec2<f32>(in0[i], bitcast<f32>(in1[i]));
     }
-    out0[0] = loss / f32(p.b);
-    out1[0] = hits;
+    let s = block_sum2(a, ids);
+    if (ids.lid == 0u) {
+        out0[0] = s.x / f32(p.b);
+        out1[0] = s.y;
+    }
 }
 
 // in0 = probs, in1 = labels; out0 = (probs - onehot) / B.

@@ -10,6 +10,12 @@ pub const COMMON: &str = include_str!("../shaders/common.wgsl");
 /// `GateParams`, the uniform both DFQ gate shaders take, prepended (after [`RNG`]) to them.
 pub const GATE: &str = include_str!("../shaders/gate_params.wgsl");
 
+/// Workgroup sums through workgroup memory (`block_sum2`), for devices without subgroups.
+pub const REDUCE_WG: &str = include_str!("../shaders/reduce_wg.wgsl");
+
+/// Workgroup sums with subgroup operations, the same interface as [`REDUCE_WG`].
+pub const REDUCE_SG: &str = include_str!("../shaders/reduce_sg.wgsl");
+
 /// What is prepended to a shader's own WGSL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prelude {
@@ -21,6 +27,10 @@ pub enum Prelude {
     Codec,
     /// [`RNG`] then [`GATE`].
     Gate,
+    /// [`REDUCE_WG`].
+    Reduce,
+    /// [`REDUCE_SG`] (needs the device's `SUBGROUP` feature).
+    ReduceSubgroup,
 }
 
 /// One registered shader.
@@ -40,7 +50,11 @@ const fn shader(name: &'static str, body: &'static str, prelude: Prelude, layout
     ShaderInfo { name, body, prelude, layout }
 }
 
-/// Every shader of the crate.
+const OPS_BN: &str = include_str!("../shaders/ops_bn.wgsl");
+const OPS_LOSS: &str = include_str!("../shaders/ops_loss.wgsl");
+
+/// Every shader of the crate. A reducing shader is registered twice: `NAME` with workgroup-memory
+/// sums and `NAME_sg` with subgroup sums.
 pub const SHADERS: &[ShaderInfo] = &[
     shader("copy", include_str!("../shaders/copy.wgsl"), Prelude::None, "rwu"),
     shader("scan", include_str!("../shaders/scan.wgsl"), Prelude::None, "uww"),
@@ -53,8 +67,10 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("gemm", include_str!("../shaders/gemm.wgsl"), Prelude::None, "urrrw"),
     shader("ops_elementwise", include_str!("../shaders/ops_elementwise.wgsl"), Prelude::None, "urrww"),
     shader("ops_pool", include_str!("../shaders/ops_pool.wgsl"), Prelude::None, "urrww"),
-    shader("ops_bn", include_str!("../shaders/ops_bn.wgsl"), Prelude::None, "urrrwwwww"),
-    shader("ops_loss", include_str!("../shaders/ops_loss.wgsl"), Prelude::None, "urrwww"),
+    shader("ops_bn", OPS_BN, Prelude::Reduce, "urrrrrwww"),
+    shader("ops_bn_sg", OPS_BN, Prelude::ReduceSubgroup, "urrrrrwww"),
+    shader("ops_loss", OPS_LOSS, Prelude::Reduce, "urrwww"),
+    shader("ops_loss_sg", OPS_LOSS, Prelude::ReduceSubgroup, "urrwww"),
     shader("ops_optim", include_str!("../shaders/ops_optim.wgsl"), Prelude::None, "uwrww"),
     shader("fakequant", include_str!("../shaders/fakequant.wgsl"), Prelude::Rng, "urwwr"),
     shader("gate_forward", include_str!("../shaders/gate_forward.wgsl"), Prelude::Gate, "urrrwwww"),
@@ -78,5 +94,7 @@ pub fn source(name: &str) -> Option<String> {
         Prelude::Rng => format!("{RNG}\n{}", s.body),
         Prelude::Codec => format!("{RNG}\n{COMMON}\n{}", s.body),
         Prelude::Gate => format!("{RNG}\n{GATE}\n{}", s.body),
+        Prelude::Reduce => format!("{REDUCE_WG}\n{}", s.body),
+        Prelude::ReduceSubgroup => format!("{REDUCE_SG}\n{}", s.body),
     })
 }

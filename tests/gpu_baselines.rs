@@ -176,7 +176,9 @@ fn constant_and_zero_tensors_round_trip() {
 #[test]
 fn chunked_runs_give_the_unchunked_bodies() {
     let Some(ctx) = common::gpu() else { return };
-    let Some(small) = common::gpu_with(ContextOptions { max_binding_bytes: Some(4096) }) else { return };
+    let Some(small) = common::gpu_with(ContextOptions { max_binding_bytes: Some(4096), ..Default::default() }) else {
+        return;
+    };
     assert_eq!(small.max_binding_bytes(), 4096);
     let o = opts(Rounding::Stochastic);
     // Uniform: 4 groups per chunk, a partial last group.

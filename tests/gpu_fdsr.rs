@@ -111,7 +111,11 @@ fn budget_choice_and_ratio_agree_with_reference() {
 #[test]
 fn chunked_processing_gives_the_same_bytes() {
     let Some(ctx) = common::gpu() else { return };
-    let Some(small) = common::gpu_with(ContextOptions { max_binding_bytes: Some(3 * 20 * 20 * 4) }) else { return };
+    let Some(small) =
+        common::gpu_with(ContextOptions { max_binding_bytes: Some(3 * 20 * 20 * 4), ..Default::default() })
+    else {
+        return;
+    };
     let shape = [3, 4, 20, 20];
     let x = noisy_activation(shape, 60);
     let p: Policy = "fdsr:budget=2".parse().unwrap();

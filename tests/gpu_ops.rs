@@ -10,6 +10,7 @@ use fdsr::data::synthetic::SplitMix64;
 use fdsr::engine::ops::{self, AdamParams, BnParams, SgdParams};
 use fdsr::engine::Tensor;
 use fdsr::gpu::Category;
+use fdsr::gpu::{ContextOptions, GPU_TARGET_GROUPS};
 use fdsr::reference::{nn as r, nn_train as rt};
 use fdsr::GpuContext;
 
@@ -41,6 +42,7 @@ fn relu_and_add_match_reference() {
         let own = ops::positive_mask(&ctx, &mut e, &xt).unwrap();
         let clamped = ops::mask_clamp(&ctx, &mut e, &dyt, &mask).unwrap();
         let s = ops::add(&ctx, &mut e, &xt, &bt).unwrap();
+        let (sr, smask) = ops::add_relu(&ctx, &mut e, &xt, &bt).unwrap();
         ops::add_into(&ctx, &mut e, &acc, &dyt).unwrap();
         ctx.queue.submit([e.finish()]);
         let (ry, rw) = r::relu_forward(&x);
@@ -53,6 +55,9 @@ fn relu_and_add_match_reference() {
         assert_eq!(read(&ctx, &clamped), want, "mask clamp n={n}");
         let sum: Vec<f32> = x.iter().zip(&b).map(|(a, b)| a + b).collect();
         assert_eq!(read(&ctx, &s), sum, "add n={n}");
+        let (rsr, rsw) = r::relu_forward(&sum);
+        assert_eq!(read(&ctx, &sr), rsr, "add_relu n={n}");
+        assert_eq!(read_words(&ctx, &smask.words), rsw, "add_relu mask n={n}");
         let acc_want: Vec<f32> = b.iter().zip(&dy).map(|(a, b)| a + b).collect();
         assert_eq!(read(&ctx, &acc), acc_want, "add_into n={n}");
     }
@@ -84,69 +89,123 @@ fn pools_match_reference_with_ties() {
     }
 }
 
+/// Contexts with subgroup reductions (where the adapter offers them) and forced onto the
+/// workgroup-memory reductions, each with the adapter's own plans and a large GPU's (reductions
+/// split into chunks whatever the adapter).
+fn both_reduction_paths() -> Vec<GpuContext> {
+    let Some(ctx) = common::gpu() else { return Vec::new() };
+    let offered = ctx.adapter_features.contains(wgpu::Features::SUBGROUP);
+    assert_eq!(ctx.has_subgroups(), offered, "SUBGROUP requested when offered");
+    let mut out = vec![ctx];
+    for (no_subgroups, target_groups) in
+        [(true, None), (false, Some(GPU_TARGET_GROUPS)), (true, Some(GPU_TARGET_GROUPS))]
+    {
+        let ctx = common::gpu_with(ContextOptions { no_subgroups, target_groups, ..Default::default() });
+        out.push(ctx.expect("another context"));
+    }
+    assert!(!out[1].has_subgroups() && !out[3].has_subgroups());
+    out
+}
+
 #[test]
 fn batchnorm_matches_reference() {
-    let Some(ctx) = common::gpu() else { return };
-    for (k, s) in [[2, 3, 5, 7], [8, 4, 9, 9], [1, 2, 1, 3], [3, 17, 16, 16]].into_iter().enumerate() {
-        let (n, c) = (s.iter().product::<usize>(), s[1]);
-        let seed = 40 + 10 * k as u64;
-        let x: Vec<f32> = rand(n, seed).iter().map(|v| 2.0 * v + 0.5).collect();
-        let dy = rand(n, seed + 1);
-        let mut bn = rt::BnRef {
-            gamma: rand(c, seed + 2).iter().map(|v| 1.0 + v).collect(),
-            beta: rand(c, seed + 3),
-            running_mean: rand(c, seed + 4),
-            running_var: rand(c, seed + 5).iter().map(|v| 1.5 + v).collect(),
-        };
-        let ts: Vec<Tensor> =
-            [&bn.gamma, &bn.beta, &bn.running_mean, &bn.running_var].iter().map(|v| up(&ctx, v, &[c])).collect();
-        let p = BnParams { gamma: &ts[0], beta: &ts[1], running_mean: &ts[2], running_var: &ts[3] };
-        let (xt, dyt) = (up(&ctx, &x, &s), up(&ctx, &dy, &s));
-        let (dg, db) =
-            (Tensor::uninit(&ctx, &[c], Category::Gradients), Tensor::uninit(&ctx, &[c], Category::Gradients));
-        let mut e = enc(&ctx);
-        let (y, saved) = ops::batchnorm_train_forward(&ctx, &mut e, &xt, &p).unwrap();
-        let dx = ops::batchnorm_backward(&ctx, &mut e, &dyt, &xt, &saved, p.gamma, &dg, &db).unwrap();
-        let ye = ops::batchnorm_eval_forward(&ctx, &mut e, &xt, &p).unwrap();
-        ctx.queue.submit([e.finish()]);
-        let (ry, rmean, rinv) = rt::batchnorm_train_forward(&x, s, &mut bn);
-        close(&read(&ctx, &saved.mean), &rmean, BN_TOL, "bn mean");
-        close(&read(&ctx, &saved.invstd), &rinv, BN_TOL, "bn invstd");
-        close(&read(&ctx, &y), &ry, BN_TOL, "bn y");
-        close(&read(&ctx, &ts[2]), &bn.running_mean, BN_TOL, "running mean");
-        close(&read(&ctx, &ts[3]), &bn.running_var, BN_TOL, "running var");
-        close(&read(&ctx, &ye), &rt::batchnorm_eval_forward(&x, s, &bn), BN_TOL, "bn eval y");
-        let (rdx, rdg, rdb) = rt::batchnorm_backward(&dy, &x, s, &rmean, &rinv, &bn.gamma);
-        close(&read(&ctx, &dx), &rdx, BN_TOL, "bn dx");
-        close(&read(&ctx, &dg), &rdg, BN_TOL, "bn dgamma");
-        close(&read(&ctx, &db), &rdb, BN_TOL, "bn dbeta");
+    // The last two split their reductions into chunks (2049 + 2048 values, then 4 × 2048).
+    let shapes = [[2, 3, 5, 7], [8, 4, 9, 9], [1, 2, 1, 3], [3, 17, 16, 16], [1, 3, 17, 241], [8, 4, 32, 32]];
+    for ctx in both_reduction_paths() {
+        let sg = ctx.has_subgroups();
+        for (k, s) in shapes.into_iter().enumerate() {
+            for relu in [false, true] {
+                let what = format!("{s:?} relu={relu} subgroups={sg} target={}", ctx.target_groups());
+                batchnorm_case(&ctx, s, 40 + 10 * k as u64, relu, &what);
+            }
+        }
     }
+}
+
+fn batchnorm_case(ctx: &GpuContext, s: [usize; 4], seed: u64, relu: bool, what: &str) {
+    let (n, c) = (s.iter().product::<usize>(), s[1]);
+    let x: Vec<f32> = rand(n, seed).iter().map(|v| 2.0 * v + 0.5).collect();
+    let dy = rand(n, seed + 1);
+    let mut bn = rt::BnRef {
+        gamma: rand(c, seed + 2).iter().map(|v| 1.0 + v).collect(),
+        beta: rand(c, seed + 3),
+        running_mean: rand(c, seed + 4),
+        running_var: rand(c, seed + 5).iter().map(|v| 1.5 + v).collect(),
+    };
+    let ts: Vec<Tensor> =
+        [&bn.gamma, &bn.beta, &bn.running_mean, &bn.running_var].iter().map(|v| up(ctx, v, &[c])).collect();
+    let p = BnParams { gamma: &ts[0], beta: &ts[1], running_mean: &ts[2], running_var: &ts[3] };
+    let (xt, dyt) = (up(ctx, &x, &s), up(ctx, &dy, &s));
+    let (dg, db) = (Tensor::uninit(ctx, &[c], Category::Gradients), Tensor::uninit(ctx, &[c], Category::Gradients));
+    let mut e = enc(ctx);
+    let (y, saved, mask) = ops::batchnorm_train_forward(ctx, &mut e, &xt, &p, relu).unwrap();
+    let dx = ops::batchnorm_backward(ctx, &mut e, (&dyt, &xt), &saved, mask.as_ref(), (&dg, &db)).unwrap();
+    let ye = ops::batchnorm_eval_forward(ctx, &mut e, &xt, &p, relu).unwrap();
+    ctx.queue.submit([e.finish()]);
+    let (mut ry, rmean, rinv) = rt::batchnorm_train_forward(&x, s, &mut bn);
+    let mut rye = rt::batchnorm_eval_forward(&x, s, &bn);
+    let stats = read(ctx, &saved.stats);
+    close(&stats[..c], &rmean, BN_TOL, &format!("{what} mean"));
+    close(&stats[c..2 * c], &rinv, BN_TOL, &format!("{what} invstd"));
+    assert_eq!(stats[2 * c..], bn.gamma, "{what}: the saved gamma");
+    close(&read(ctx, &ts[2]), &bn.running_mean, BN_TOL, &format!("{what} running mean"));
+    close(&read(ctx, &ts[3]), &bn.running_var, BN_TOL, &format!("{what} running var"));
+    let gy = read(ctx, &y);
+    let mut rdy = dy.clone();
+    if relu {
+        let mask = mask.expect("a fused ReLU returns its mask");
+        let words = read_words(ctx, &mask.words);
+        // The mask marks exactly the positive outputs, and agrees with the reference wherever the
+        // reference is not within rounding of zero.
+        assert_eq!(words, r::relu_forward(&gy).1, "{what}: mask of the outputs");
+        let (_, rw) = r::relu_forward(&ry);
+        for (i, v) in ry.iter().enumerate() {
+            let (got, want) = ((words[i / 32] >> (i % 32)) & 1, (rw[i / 32] >> (i % 32)) & 1);
+            assert!(got == want || v.abs() < 1e-4, "{what}: mask bit {i} ({v})");
+        }
+        ry = r::relu_forward(&ry).0;
+        rye = r::relu_forward(&rye).0;
+        rdy = r::relu_backward(&dy, &words);
+    } else {
+        assert!(mask.is_none());
+    }
+    close(&gy, &ry, BN_TOL, &format!("{what} y"));
+    close(&read(ctx, &ye), &rye, BN_TOL, &format!("{what} eval y"));
+    let (rdx, rdg, rdb) = rt::batchnorm_backward(&rdy, &x, s, &rmean, &rinv, &bn.gamma);
+    close(&read(ctx, &dx), &rdx, BN_TOL, &format!("{what} dx"));
+    close(&read(ctx, &dg), &rdg, BN_TOL, &format!("{what} dgamma"));
+    close(&read(ctx, &db), &rdb, BN_TOL, &format!("{what} dbeta"));
 }
 
 #[test]
 fn cross_entropy_matches_reference() {
-    let Some(ctx) = common::gpu() else { return };
-    let acc = Tensor::from_slice(&ctx, &[0.0, 0.0], &[2], Category::Workspace).unwrap();
+    for ctx in both_reduction_paths() {
+        cross_entropy_case(&ctx);
+    }
+}
+
+fn cross_entropy_case(ctx: &GpuContext) {
+    let acc = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace).unwrap();
     let (mut sum_loss, mut sum_hits) = (0f64, 0f64);
     for (k, (b, c)) in [(1usize, 3usize), (7, 10), (300, 10), (64, 100)].into_iter().enumerate() {
         let logits: Vec<f32> = rand(b * c, 60 + k as u64).iter().map(|v| 4.0 * v).collect();
         let mut g = SplitMix64::new(70 + k as u64);
         let labels: Vec<u8> = (0..b).map(|_| g.below(c) as u8).collect();
-        let (lt, lab) = (up(&ctx, &logits, &[b, c]), ops::upload_labels(&ctx, &labels));
-        let mut e = enc(&ctx);
-        let out = ops::cross_entropy_forward(&ctx, &mut e, &lt, &lab).unwrap();
-        let dx = ops::cross_entropy_backward(&ctx, &mut e, &out.probs, &lab).unwrap();
-        ops::accumulate_metrics(&ctx, &mut e, &out, &acc).unwrap();
+        let (lt, lab) = (up(ctx, &logits, &[b, c]), ops::upload_labels(ctx, &labels));
+        let mut e = enc(ctx);
+        let out = ops::cross_entropy_forward(ctx, &mut e, &lt, &lab).unwrap();
+        let dx = ops::cross_entropy_backward(ctx, &mut e, &out.probs, &lab).unwrap();
+        ops::accumulate_metrics(ctx, &mut e, &out, &acc).unwrap();
         ctx.queue.submit([e.finish()]);
         let (loss, correct, probs) = r::cross_entropy_forward(&logits, &labels, c);
-        close(&read(&ctx, &out.loss), &[loss as f32], TOL, "loss");
-        assert_eq!(read(&ctx, &out.correct), [correct as f32], "correct");
-        close(&read(&ctx, &out.probs), &probs, TOL, "probs");
-        close(&read(&ctx, &dx), &r::cross_entropy_backward(&probs, &labels, c), TOL, "ce grad");
-        sum_loss += f64::from(read(&ctx, &out.loss)[0]);
+        close(&read(ctx, &out.loss), &[loss as f32], TOL, "loss");
+        assert_eq!(read(ctx, &out.correct), [correct as f32], "correct");
+        close(&read(ctx, &out.probs), &probs, TOL, "probs");
+        close(&read(ctx, &dx), &r::cross_entropy_backward(&probs, &labels, c), TOL, "ce grad");
+        sum_loss += f64::from(read(ctx, &out.loss)[0]);
         sum_hits += correct as f64;
     }
-    close(&read(&ctx, &acc), &[sum_loss as f32, sum_hits as f32], TOL, "metrics accumulator");
+    close(&read(ctx, &acc), &[sum_loss as f32, sum_hits as f32], TOL, "metrics accumulator");
 }
 
 #[test]
@@ -205,7 +264,7 @@ fn shape_errors_are_reported() {
     assert!(ops::cross_entropy_forward(&ctx, &mut e, &logits, &lab).is_err(), "label 7 of 6 classes");
     let c = up(&ctx, &[1.0; 3], &[3]);
     let p = BnParams { gamma: &y, beta: &c, running_mean: &c, running_var: &c };
-    assert!(ops::batchnorm_train_forward(&ctx, &mut e, &x, &p).is_err(), "gamma [6] for 3 channels");
+    assert!(ops::batchnorm_train_forward(&ctx, &mut e, &x, &p, false).is_err(), "gamma [6] for 3 channels");
     let h = SgdParams { lr: 0.1, momentum: 0.9, weight_decay: 0.0, nesterov: false };
     assert!(ops::sgd_step(&ctx, &mut e, &y, &y, None, h).is_err(), "momentum without a buffer");
 }

@@ -115,7 +115,11 @@ fn every_policy_round_trips_on_the_device() {
 #[test]
 fn segmented_tensors_round_trip_under_one_budget_each() {
     let Some(ctx) = common::gpu() else { return };
-    let Some(small) = common::gpu_with(ContextOptions { max_binding_bytes: Some(3 * 20 * 20 * 4) }) else { return };
+    let Some(small) =
+        common::gpu_with(ContextOptions { max_binding_bytes: Some(3 * 20 * 20 * 4), ..Default::default() })
+    else {
+        return;
+    };
     let shape = [3, 4, 20, 20];
     let x = relu_activation(shape, 60);
     let opts = CodecOptions { seed: 11, ..Default::default() };

@@ -114,7 +114,11 @@ fn hits_and_references_agree_with_the_reference() {
 fn references_stay_inside_chunks_and_decode_across_them() {
     let Some(ctx) = common::gpu() else { return };
     let shape = [3, 4, 20, 20];
-    let Some(small) = common::gpu_with(ContextOptions { max_binding_bytes: Some(5 * 20 * 20 * 4) }) else { return };
+    let Some(small) =
+        common::gpu_with(ContextOptions { max_binding_bytes: Some(5 * 20 * 20 * 4), ..Default::default() })
+    else {
+        return;
+    };
     let (x, _) = common::with_duplicates(shape, 60, 50, 0.0);
     let p: Policy = "fdsr:bits=8,4,3,2,reuse".parse().unwrap();
     let opts = CodecOptions { seed: 1, ..Default::default() };

@@ -21,7 +21,8 @@ fn wgsl_struct_size(shader: &str, name: &str) -> u32 {
 
 #[test]
 fn rust_param_structs_match_wgsl() {
-    let cases: [(&str, &str, usize); 19] = [
+    let cases: [(&str, &str, usize); 20] = [
+        ("gemm", "GemmParams", size_of::<fdsr::engine::gemm::GemmParams>()),
         ("fdsr_reuse", "ReuseParams", size_of::<reuse_gpu::ReuseParams>()),
         ("fdsr_reuse", "Hyper", size_of::<reuse_gpu::Hyper>()),
         ("fdsr_reuse", "Tables", size_of::<tables::Tables>()),

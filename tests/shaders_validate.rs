@@ -1,17 +1,33 @@
-//! Every registered shader parses and validates with naga under WebGPU's capabilities.
+//! Every registered shader parses and validates with naga under WebGPU's capabilities (plus
+//! WebGPU's `subgroups` feature for the subgroup variants of reducing shaders), and shaders with
+//! override constants also translate to SPIR-V with every value the engine sets.
 
-use naga::valid::{Capabilities, ValidationFlags, Validator};
+use fdsr::shaders::Prelude;
+use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
+
+/// A validator with WebGPU's capabilities, and subgroups when `subgroups`.
+fn validator(subgroups: bool) -> Validator {
+    if !subgroups {
+        return Validator::new(ValidationFlags::all(), Capabilities::empty());
+    }
+    let mut v = Validator::new(ValidationFlags::all(), Capabilities::SUBGROUP);
+    v.subgroup_stages(ShaderStages::COMPUTE).subgroup_operations(SubgroupOperationSet::all());
+    v
+}
 
 #[test]
 fn every_shader_validates_for_webgpu() {
     let mut count = 0;
-    for name in fdsr::shaders::names() {
-        let src = fdsr::shaders::source(name).expect("registered");
+    for info in fdsr::shaders::SHADERS {
+        let (name, src) = (info.name, fdsr::shaders::source(info.name).expect("registered"));
         let module =
             naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
-        Validator::new(ValidationFlags::all(), Capabilities::empty())
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        let subgroups = info.prelude == Prelude::ReduceSubgroup;
+        validator(subgroups).validate(&module).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        if subgroups {
+            // The same shader without the feature is refused: the variants really differ.
+            assert!(validator(false).validate(&module).is_err(), "{name} validates without subgroups");
+        }
         count += 1;
     }
     assert!(count >= 4, "only {count} shaders registered");
@@ -48,4 +64,21 @@ fn the_rng_is_defined_once() {
         assert!(!info.body.contains("fn hash32") && !info.body.contains("fn rng24"), "{} copies the RNG", info.name);
     }
     assert!(!fdsr::shaders::COMMON.contains("fn hash32"), "common.wgsl copies the RNG");
+}
+
+/// The GEMM shader validates and translates to SPIR-V with every tile height the engine sets
+/// through its `TM` override (override-sized workgroup arrays included).
+#[test]
+fn gemm_tiles_validate_and_translate() {
+    let src = fdsr::shaders::source("gemm").expect("registered");
+    let module = naga::front::wgsl::parse_str(&src).expect("parses");
+    let info = Validator::new(ValidationFlags::all(), Capabilities::empty()).validate(&module).expect("validates");
+    for tm in fdsr::engine::gemm::TILE_ROWS {
+        let mut constants = naga::back::PipelineConstants::default();
+        constants.insert("TM".into(), tm as f64);
+        let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
+            .unwrap_or_else(|e| panic!("TM={tm}: {e}"));
+        naga::back::spv::write_vec(&m, &i, &naga::back::spv::Options::default(), None)
+            .unwrap_or_else(|e| panic!("TM={tm}: {e}"));
+    }
 }

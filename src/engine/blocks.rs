@@ -19,16 +19,27 @@ impl Relu {
     pub fn new(b: &mut Builder<'_>) -> Self {
         Relu { id: b.id(), len: 0 }
     }
-}
 
-impl Layer for Relu {
-    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
-        let (y, mask) = ops::relu_forward(p.ctx, p.enc, &x)?;
+    /// Keeps the mask (in training) and marks `y` as a ReLU output.
+    fn keep(&mut self, p: &mut Pass<'_>, y: Tensor, mask: ops::BitMask) -> Result<Tensor> {
         if p.train {
             self.len = mask.len;
             p.save(self.id, 0, &format!("relu{}.mask", self.id), &mask.words, Kind::Packed)?;
         }
         Ok(y.with_sign(Sign::Masked(Box::new(mask.words))))
+    }
+
+    /// The forward of `a + b` (a residual sum) in one pass with the add.
+    fn forward_sum(&mut self, p: &mut Pass<'_>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        let (y, mask) = ops::add_relu(p.ctx, p.enc, a, b)?;
+        self.keep(p, y, mask)
+    }
+}
+
+impl Layer for Relu {
+    fn forward(&mut self, p: &mut Pass<'_>, x: Tensor) -> Result<Tensor> {
+        let (y, mask) = ops::relu_forward(p.ctx, p.enc, &x)?;
+        self.keep(p, y, mask)
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
         let mask = ops::BitMask { words: p.load(self.id, 0)?, len: self.len };
@@ -143,8 +154,7 @@ impl BasicBlock {
     pub fn new(b: &mut Builder<'_>, name: &str, cin: usize, cout: usize, stride: usize) -> Result<Self> {
         let mut main = Sequential::default();
         main.push(Conv2d::new(b, &format!("{name}.conv1"), cin, cout, 3, stride, 1, true)?);
-        main.push(BatchNorm2d::new(b, &format!("{name}.bn1"), cout)?);
-        main.push(Relu::new(b));
+        main.push(BatchNorm2d::with_relu(b, &format!("{name}.bn1"), cout)?);
         main.push(Conv2d::new(b, &format!("{name}.conv2"), cout, cout, 3, 1, 1, true)?);
         main.push(BatchNorm2d::new(b, &format!("{name}.bn2"), cout)?);
         let shortcut = if stride != 1 || cin != cout {
@@ -166,8 +176,7 @@ impl Layer for BasicBlock {
             None => x.clone(),
         };
         let h = self.main.forward(p, x)?;
-        let sum = ops::add(p.ctx, p.enc, &h, &skip)?;
-        self.out.forward(p, sum)
+        self.out.forward_sum(p, &h, &skip)
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
         let d = self.out.backward(p, dy)?.ok_or_else(|| FdsrError::InvalidConfig("relu gave no gradient".into()))?;

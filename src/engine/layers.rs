@@ -9,7 +9,7 @@ pub use super::pass::Pass;
 use super::precision::{DfqPlan, QuantPlan};
 use super::quantized;
 use super::saved::Kind;
-use super::tensor::Tensor;
+use super::tensor::{Sign, Tensor};
 use crate::data::synthetic::SplitMix64;
 use crate::error::{FdsrError, Result};
 use crate::gpu::GpuContext;
@@ -241,7 +241,9 @@ impl Layer for Linear {
     }
 }
 
-/// Batch normalization over (N, H, W) per channel, with running statistics for evaluation.
+/// Batch normalization over (N, H, W) per channel, with running statistics for evaluation, and
+/// optionally the ReLU that follows it fused into the same passes (its mask saved under its own
+/// slot, as a separate ReLU layer would).
 pub struct BatchNorm2d {
     id: usize,
     name: String,
@@ -250,6 +252,8 @@ pub struct BatchNorm2d {
     running_mean: Param,
     running_var: Param,
     stats: Option<ops::BnSaved>,
+    /// The fused ReLU's saved-activation slot and the length of its last mask.
+    relu: Option<(usize, usize)>,
 }
 
 impl BatchNorm2d {
@@ -264,7 +268,15 @@ impl BatchNorm2d {
             running_mean: Param::buffer(b.ctx, format!("{name}.running_mean"), &c, 0.0)?,
             running_var: Param::buffer(b.ctx, format!("{name}.running_var"), &c, 1.0)?,
             stats: None,
+            relu: None,
         })
+    }
+
+    /// Batch norm followed by a ReLU, in one layer (the same slots as the two layers).
+    pub fn with_relu(b: &mut Builder<'_>, name: &str, channels: usize) -> Result<Self> {
+        let mut bn = Self::new(b, name, channels)?;
+        bn.relu = Some((b.id(), 0));
+        Ok(bn)
     }
 }
 
@@ -277,19 +289,31 @@ impl Layer for BatchNorm2d {
             running_var: &self.running_var.value,
         };
         if !p.train {
-            return ops::batchnorm_eval_forward(p.ctx, p.enc, &x, &bn);
+            return ops::batchnorm_eval_forward(p.ctx, p.enc, &x, &bn, self.relu.is_some());
         }
-        let (y, stats) = ops::batchnorm_train_forward(p.ctx, p.enc, &x, &bn)?;
+        let (y, stats, mask) = ops::batchnorm_train_forward(p.ctx, p.enc, &x, &bn, self.relu.is_some())?;
         p.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense)?;
         self.stats = Some(stats);
-        Ok(y)
+        match (&mut self.relu, mask) {
+            (Some((id, len)), Some(mask)) => {
+                *len = mask.len;
+                p.save(*id, 0, &format!("relu{id}.mask"), &mask.words, Kind::Packed)?;
+                Ok(y.with_sign(Sign::Masked(Box::new(mask.words))))
+            }
+            _ => Ok(y),
+        }
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
         // Kept (not taken): the probe runs a second backward of the same forward.
         let stats = self.stats.clone().ok_or_else(|| no_forward(&self.gamma.name))?;
+        let mask = match self.relu {
+            Some((id, len)) => Some(ops::BitMask { words: p.load(id, 0)?, len }),
+            None => None,
+        };
         let x = p.load(self.id, 0)?;
-        let (dg, db) = (self.gamma.grad()?, self.beta.grad()?);
-        Ok(Some(ops::batchnorm_backward(p.ctx, p.enc, &dy, &x, &stats, &self.gamma.value, dg, db)?))
+        let grads = (self.gamma.grad()?, self.beta.grad()?);
+        let dx = ops::batchnorm_backward(p.ctx, p.enc, (&dy, &x), &stats, mask.as_ref(), grads)?;
+        Ok(Some(dx))
     }
     fn visit(&self, f: &mut dyn FnMut(&Param)) {
         [&self.gamma, &self.beta, &self.running_mean, &self.running_var].into_iter().for_each(f);

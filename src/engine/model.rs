@@ -1,7 +1,7 @@
 //! The models: `cnn`, `resnet20` and `tiny`, exactly as the README describes them, built with
 //! seeded Kaiming initialization. Input: one channel, 32×32 (28×28 images zero-padded by 2).
 
-use super::blocks::{BasicBlock, Flatten, GlobalAvgPool, MaxPool2, Relu, Sequential};
+use super::blocks::{BasicBlock, Flatten, GlobalAvgPool, MaxPool2, Sequential};
 use super::gate::Gate;
 use super::layers::{BatchNorm2d, Builder, Conv2d, Layer, Linear, Pass};
 pub use super::model_name::{ModelName, CLASSES, INPUT_SIDE};
@@ -19,8 +19,7 @@ pub struct Model {
 
 fn conv_bn_relu(b: &mut Builder<'_>, net: &mut Sequential, name: &str, cin: usize, cout: usize) -> Result<()> {
     net.push(Conv2d::new(b, &format!("{name}.conv"), cin, cout, 3, 1, 1, cin != 1)?);
-    net.push(BatchNorm2d::new(b, &format!("{name}.bn"), cout)?);
-    net.push(Relu::new(b));
+    net.push(BatchNorm2d::with_relu(b, &format!("{name}.bn"), cout)?);
     Ok(())
 }
 

@@ -1,4 +1,5 @@
-//! `GpuContext`: adapter choice (honoring `WGPU_BACKEND` / `WGPU_ADAPTER_NAME`), device, limits.
+//! `GpuContext`: adapter choice (honoring `WGPU_BACKEND` / `WGPU_ADAPTER_NAME`), device, limits,
+//! and what the adapter offers (features, cooperative-matrix configurations).
 
 use super::{BufferPool, PipelineCache, Profiler, TransferCounts, Transfers};
 use crate::error::{FdsrError, Result};
@@ -8,7 +9,18 @@ use crate::error::{FdsrError, Result};
 pub struct ContextOptions {
     /// Use at most this many bytes per storage binding (tests lower it to force chunking).
     pub max_binding_bytes: Option<u64>,
+    /// Leave `SUBGROUP` off even where the adapter offers it, so reductions take their
+    /// workgroup-memory path (tests force it to check both).
+    pub no_subgroups: bool,
+    /// Workgroups a reduction-heavy kernel (a split matrix product, a batch-norm statistic) aims
+    /// to spread over; `None`: [`GPU_TARGET_GROUPS`] on a GPU, 1 on a CPU adapter (tests set it
+    /// to run a GPU's plans on lavapipe).
+    pub target_groups: Option<usize>,
 }
+
+/// Workgroups a GPU should have in flight before a reduction stops splitting: about two waves
+/// of a large GPU (an H200 holds roughly a thousand of the GEMM's 64-invocation workgroups).
+pub const GPU_TARGET_GROUPS: usize = 2048;
 
 /// A device and queue plus the caches every fdsr entry point needs.
 pub struct GpuContext {
@@ -28,8 +40,13 @@ pub struct GpuContext {
     pub profiler: Profiler,
     /// Bytes uploaded and read back, host waits and passes recorded.
     pub transfers: Transfers,
+    /// Everything the adapter offers (the device enables only what fdsr uses).
+    pub adapter_features: wgpu::Features,
+    /// The adapter's cooperative-matrix (tensor core) configurations; empty where it has none.
+    pub cooperative_matrix: Vec<wgpu::CooperativeMatrixProperties>,
     max_binding: u64,
     constants: std::sync::Mutex<std::collections::HashMap<&'static str, wgpu::Buffer>>,
+    target_groups: usize,
 }
 
 impl GpuContext {
@@ -50,7 +67,9 @@ impl GpuContext {
         let mut limits = adapter.limits();
         // Compute only: keep the adapter's storage limits, ask for nothing exotic.
         limits.max_storage_buffers_per_shader_stage = limits.max_storage_buffers_per_shader_stage.min(8);
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        let adapter_features = adapter.features();
+        let cooperative_matrix = adapter.cooperative_matrix_properties();
+        let features = adapter_features & (wgpu::Features::TIMESTAMP_QUERY | subgroups_wanted(&opts));
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("fdsr"),
@@ -60,6 +79,7 @@ impl GpuContext {
             })
             .await
             .map_err(|e| FdsrError::Device { adapter: info.name.clone(), reason: e.to_string() })?;
+        let target_groups = opts.target_groups.unwrap_or(default_target_groups(info.device_type)).max(1);
         let device_max = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         let max_binding = opts.max_binding_bytes.map_or(device_max, |m| m.min(device_max)).max(4096);
         Ok(Self {
@@ -71,9 +91,22 @@ impl GpuContext {
             pool: BufferPool::default(),
             profiler: Profiler::default(),
             transfers: Transfers::default(),
+            adapter_features,
+            cooperative_matrix,
             max_binding,
             constants: Default::default(),
+            target_groups,
         })
+    }
+
+    /// Workgroups a reduction aims to spread over (see [`ContextOptions::target_groups`]).
+    pub fn target_groups(&self) -> usize {
+        self.target_groups
+    }
+
+    /// Whether the device has subgroup operations (reductions then use `subgroupAdd`).
+    pub fn has_subgroups(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SUBGROUP)
     }
 
     /// Adapter name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
@@ -140,6 +173,28 @@ impl GpuContext {
             Some(e) => Err(FdsrError::Gpu { stage: stage.to_string(), message: e.to_string() }),
             None => Ok(out),
         }
+    }
+}
+
+/// A CPU adapter (lavapipe, SwiftShader, WARP) runs a few workgroups at a time, one per core, and
+/// pays for every split of a reduction (measured on lavapipe: a weight gradient split in two took
+/// 1.5–2× as long as unsplit); a GPU needs thousands of workgroups in flight.
+fn default_target_groups(device: wgpu::DeviceType) -> usize {
+    if device == wgpu::DeviceType::Cpu {
+        1
+    } else {
+        GPU_TARGET_GROUPS
+    }
+}
+
+/// `SUBGROUP` where fdsr may use it: natively, unless the options turn it off. In the browser the
+/// reductions keep their workgroup-memory path: WebGPU wants `enable subgroups;` in the shader,
+/// which naga 30 (the native shader front end) does not parse, so one source cannot serve both.
+fn subgroups_wanted(opts: &ContextOptions) -> wgpu::Features {
+    if cfg!(target_arch = "wasm32") || opts.no_subgroups {
+        wgpu::Features::empty()
+    } else {
+        wgpu::Features::SUBGROUP
     }
 }
 

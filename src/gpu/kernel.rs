@@ -1,5 +1,6 @@
 //! Dispatch helpers: bind buffers in layout order and launch enough workgroups on a 2-D grid.
 
+use super::pipelines::Constants;
 use super::GpuContext;
 use crate::error::Result;
 use wgpu::util::DeviceExt;
@@ -39,9 +40,20 @@ pub fn dispatch_grid(
     shader: &'static str,
     entry: &'static str,
     buffers: &[&wgpu::Buffer],
+    grid: [u32; 3],
+) -> Result<()> {
+    dispatch_with(ctx, enc, (shader, entry, &[]), buffers, grid)
+}
+
+/// Records one dispatch of `entry` of `shader`, its override `constants` set, over `[x, y, z]`.
+pub fn dispatch_with(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    (shader, entry, constants): (&'static str, &'static str, Constants<'_>),
+    buffers: &[&wgpu::Buffer],
     [x, y, z]: [u32; 3],
 ) -> Result<()> {
-    let pipeline = ctx.pipelines.get(&ctx.device, shader, entry)?;
+    let pipeline = ctx.pipelines.get_with(&ctx.device, shader, entry, constants)?;
     ctx.transfers.dispatch();
     let entries: Vec<wgpu::BindGroupEntry> = buffers
         .iter()

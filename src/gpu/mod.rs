@@ -16,9 +16,9 @@ mod wait;
 #[path = "wait_web.rs"]
 mod wait;
 
-pub use context::{ContextOptions, GpuContext};
-pub use pipelines::PipelineCache;
+pub use context::{ContextOptions, GpuContext, GPU_TARGET_GROUPS};
+pub use pipelines::{Constants, PipelineCache};
 pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES, STORAGE_USAGE};
-pub use profiler::{Profiler, Timings};
+pub use profiler::{Profiler, Timings, Work};
 pub use readback::{read_buffer, read_words};
 pub use transfer::{TransferCounts, Transfers};

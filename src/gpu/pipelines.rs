@@ -1,4 +1,5 @@
-//! Pipeline cache: every compute pipeline is built once per context, keyed by shader and entry.
+//! Pipeline cache: every compute pipeline is built once per context, keyed by shader, entry and
+//! the values of its pipeline-overridable constants.
 
 use crate::error::{FdsrError, Result};
 use crate::shaders;
@@ -14,8 +15,14 @@ struct Module {
 #[derive(Default)]
 pub struct PipelineCache {
     modules: Mutex<HashMap<&'static str, Module>>,
-    pipelines: Mutex<HashMap<(&'static str, &'static str), wgpu::ComputePipeline>>,
+    pipelines: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
 }
+
+/// Shader, entry point and override constants (name, value bits) of one pipeline.
+type PipelineKey = (&'static str, &'static str, Vec<(&'static str, u64)>);
+
+/// Values of a shader's `override` declarations, by name (empty: the shader's defaults).
+pub type Constants<'a> = &'a [(&'static str, f64)];
 
 fn gpu_err(message: String) -> FdsrError {
     FdsrError::Gpu { stage: "pipeline cache".into(), message }
@@ -65,8 +72,20 @@ impl PipelineCache {
         shader: &'static str,
         entry: &'static str,
     ) -> Result<wgpu::ComputePipeline> {
+        self.get_with(device, shader, entry, &[])
+    }
+
+    /// The pipeline of `entry` in `shader` with its override `constants` set (built on first use).
+    pub fn get_with(
+        &self,
+        device: &wgpu::Device,
+        shader: &'static str,
+        entry: &'static str,
+        constants: Constants<'_>,
+    ) -> Result<wgpu::ComputePipeline> {
+        let key = (shader, entry, constants.iter().map(|&(n, v)| (n, v.to_bits())).collect());
         let mut pipes = self.pipelines.lock().map_err(|_| gpu_err("lock poisoned".into()))?;
-        if let Some(p) = pipes.get(&(shader, entry)) {
+        if let Some(p) = pipes.get(&key) {
             return Ok(p.clone());
         }
         let mut modules = self.modules.lock().map_err(|_| gpu_err("lock poisoned".into()))?;
@@ -79,10 +98,10 @@ impl PipelineCache {
             layout: Some(&m.layout),
             module: &m.module,
             entry_point: Some(entry),
-            compilation_options: Default::default(),
+            compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
             cache: None,
         });
-        pipes.insert((shader, entry), p.clone());
+        pipes.insert(key, p.clone());
         Ok(p)
     }
 }

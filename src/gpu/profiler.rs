@@ -1,12 +1,14 @@
-//! Optional GPU timing of every compute pass with timestamp queries, summed by entry point.
+//! What the GPU is asked to do, per kernel entry point: every dispatch is counted and drivers add
+//! the floating-point operations they launch (always on, a counter per entry), and optionally
+//! each pass is timed with timestamp queries.
 //!
-//! Off by default. [`Profiler::enable`] (where the device has `TIMESTAMP_QUERY`) makes every
-//! dispatch write a begin and an end timestamp; [`Profiler::collect`] resolves them after the
-//! work is submitted and returns nanoseconds per entry point. Passes past the query capacity are
-//! not timed (and counted as such), never an error.
+//! Timing is off by default. [`Profiler::enable`] (where the device has `TIMESTAMP_QUERY`) makes
+//! every dispatch write a begin and an end timestamp; [`Profiler::collect`] resolves them after
+//! the work is submitted and returns nanoseconds per entry point with the counts since the last
+//! collect. Passes past the query capacity are not timed (and counted as such), never an error.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use super::GpuContext;
 use crate::error::Result;
@@ -20,26 +22,39 @@ struct State {
     untimed: u64,
 }
 
-/// Collected timings: total nanoseconds and pass count per entry point.
+/// Work recorded for one entry point.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Work {
+    /// Dispatches recorded.
+    pub dispatches: u64,
+    /// Floating-point operations the driver reported (a multiply-add counts 2; 0 where the
+    /// kernel is not an arithmetic one).
+    pub flops: f64,
+}
+
+/// Collected timings and counts per entry point.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Timings {
-    /// Entry point → (nanoseconds, passes).
+    /// Entry point → (nanoseconds, passes); empty unless timing was enabled.
     pub by_entry: BTreeMap<&'static str, (f64, u64)>,
     /// Passes that found no free query slot.
     pub untimed: u64,
+    /// Entry point → dispatches and operations, counted with or without timing.
+    pub work: BTreeMap<&'static str, Work>,
 }
 
 /// Per-context pass profiler.
 #[derive(Default)]
 pub struct Profiler {
     state: Mutex<Option<State>>,
+    work: Mutex<BTreeMap<&'static str, Work>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Profiler {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<State>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Starts timing passes; returns `false` (and does nothing) without `TIMESTAMP_QUERY`.
     pub fn enable(&self, device: &wgpu::Device) -> bool {
         if !device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
@@ -50,18 +65,20 @@ impl Profiler {
             ty: wgpu::QueryType::Timestamp,
             count: CAPACITY * 2,
         });
-        *self.lock() = Some(State { set, labels: Vec::new(), untimed: 0 });
+        *lock(&self.state) = Some(State { set, labels: Vec::new(), untimed: 0 });
         true
     }
 
     /// Whether passes are being timed.
     pub fn is_enabled(&self) -> bool {
-        self.lock().is_some()
+        lock(&self.state).is_some()
     }
 
-    /// The query set and first index for the next pass, when profiling and a slot is free.
+    /// Counts a dispatch of `entry`; when timing, also the query set and first index for its
+    /// pass (if a slot is free).
     pub fn next_slot(&self, entry: &'static str) -> Option<(wgpu::QuerySet, u32)> {
-        let mut guard = self.lock();
+        lock(&self.work).entry(entry).or_default().dispatches += 1;
+        let mut guard = lock(&self.state);
         let st = guard.as_mut()?;
         if st.labels.len() as u32 >= CAPACITY {
             st.untimed += 1;
@@ -71,15 +88,21 @@ impl Profiler {
         Some((st.set.clone(), (st.labels.len() as u32 - 1) * 2))
     }
 
-    /// Reads the timestamps of every pass recorded since the last collect (all of that work must
-    /// be submitted) and starts a new window.
+    /// Adds `flops` floating-point operations to what `entry` was asked to do.
+    pub fn add_flops(&self, entry: &'static str, flops: f64) {
+        lock(&self.work).entry(entry).or_default().flops += flops;
+    }
+
+    /// The counts since the last collect, and the timestamps of every pass recorded since then
+    /// when timing (all of that work must be submitted); starts a new window.
     pub async fn collect(&self, ctx: &GpuContext) -> Result<Timings> {
-        let taken = {
-            let mut guard = self.lock();
-            guard.as_mut().map(|st| (st.set.clone(), std::mem::take(&mut st.labels), std::mem::take(&mut st.untimed)))
-        };
-        let Some((set, labels, untimed)) = taken else { return Ok(Timings::default()) };
-        let mut out = Timings { untimed, ..Default::default() };
+        let work = std::mem::take(&mut *lock(&self.work));
+        let taken = lock(&self.state)
+            .as_mut()
+            .map(|st| (st.set.clone(), std::mem::take(&mut st.labels), std::mem::take(&mut st.untimed)));
+        let mut out = Timings { work, ..Default::default() };
+        let Some((set, labels, untimed)) = taken else { return Ok(out) };
+        out.untimed = untimed;
         if labels.is_empty() {
             return Ok(out);
         }

@@ -2,6 +2,7 @@
 
 use clap::{Args, Subcommand};
 use fdsr::bench::{activations, quality, reuse, speed};
+use fdsr::gpu::ContextOptions;
 use fdsr::{Policy, Result};
 
 /// Flags of `fdsr bench`.
@@ -40,7 +41,8 @@ enum What {
         #[arg(long, default_value_t = 0)]
         seed: u32,
     },
-    /// Images/s of a training step, GPU time per kernel, copy bandwidth and matmul rate.
+    /// Images/s of a training step, dispatches, GPU time and GFLOP/s per kernel beside the copy
+    /// bandwidth and matmul rate, and the adapter's features and cooperative-matrix configurations.
     Train {
         /// cnn, resnet20 or tiny.
         #[arg(long, default_value = "cnn")]
@@ -50,6 +52,13 @@ enum What {
         /// Timed steps (after one warm-up).
         #[arg(long, default_value_t = 3)]
         steps: usize,
+        /// Workgroups reductions aim for (default: 2048 on a GPU, 1 on a CPU adapter); 2048 runs
+        /// a GPU's plans (splits of K, chunked batch-norm statistics) on any adapter.
+        #[arg(long)]
+        target_groups: Option<usize>,
+        /// Reduce through workgroup memory even where the adapter has subgroups.
+        #[arg(long)]
+        no_subgroups: bool,
     },
     /// The largest batch under a memory cap (pool peak over two steps, a probe step included), per policy.
     Memory {
@@ -129,7 +138,14 @@ fn samples(fashion: bool) -> Result<Vec<quality::Sample>> {
 
 /// Runs the command.
 pub fn run(a: &BenchArgs) -> Result<()> {
-    let ctx = super::gpu()?;
+    let ctx = match &a.what {
+        What::Train { target_groups, no_subgroups, .. } => {
+            let opts =
+                ContextOptions { target_groups: *target_groups, no_subgroups: *no_subgroups, ..Default::default() };
+            pollster::block_on(fdsr::GpuContext::with_options(opts))?
+        }
+        _ => super::gpu()?,
+    };
     if let What::Smoke { seed } = &a.what {
         let r = pollster::block_on(fdsr::bench::smoke::run(&ctx, *seed))?;
         println!("{}", r.to_json());
@@ -149,23 +165,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             print!("{}", reuse::markdown(&rows));
         }
         What::Smoke { .. } => {}
-        What::Train { model, batch, steps } => {
+        What::Train { model, batch, steps, .. } => {
             let r = pollster::block_on(fdsr::bench::train::measure(&ctx, model.parse()?, *batch, (*steps).max(1)))?;
-            println!("model {model}, batch {batch}: {:.1} images/s, {:.1} ms per step", r.images_per_s, r.step_ms);
-            println!("device: copy {:.2} GB/s, matmul (1024^3) {:.2} GFLOP/s", r.copy_gb_s, r.matmul_gflop_s);
-            let total: f64 = r.timings.by_entry.values().map(|v| v.0).sum();
-            if total > 0.0 {
-                println!("| kernel | passes | GPU ms per step | share |");
-                println!("|---|---:|---:|---:|");
-                let mut rows: Vec<_> = r.timings.by_entry.iter().collect();
-                rows.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
-                for (entry, (ns, n)) in rows {
-                    let per_step = ns / 1e6 / (*steps).max(1) as f64;
-                    println!("| {entry} | {n} | {per_step:.2} | {:.1}% |", 100.0 * ns / total);
-                }
-            } else {
-                println!("(no timestamp queries on this adapter: no per-kernel times)");
-            }
+            print!("{}", r.report());
         }
         What::Memory { model, cap_mib, policies, max_batch } => {
             fdsr::bench::memory::check(*cap_mib, *max_batch)?;

@@ -1,12 +1,29 @@
 //! Drivers of `shaders/ops_bn.wgsl`: batch norm 2-D per channel over (N, H, W), training forward
-//! (batch statistics, running statistics updated in place), eval forward and backward.
+//! (batch statistics, running statistics updated in place), eval forward and backward, each with
+//! an optional fused ReLU (the forward writes the ReLU output and its 1-bit mask in the same pass
+//! as the normalization; the backward applies the mask as it reads the gradient).
+//!
+//! The per-channel reductions are split into chunks ([`chunking`]) so that a channel's N·H·W
+//! values spread over many workgroups: a partial per (chunk, channel), then a fixed-order
+//! combination per channel (forward: its own pass; backward: inside each workgroup of the dx
+//! pass). Forward: 3 passes (statistics partials, combination, normalize + ReLU + mask);
+//! backward: 2 (partials, dx with dgamma and dbeta). With one chunk per channel (a CPU adapter,
+//! or a small tensor) the combinations are skipped: 2 passes forward, 1 backward.
 
-use super::{dummy, expect_shape, groups};
+use super::{dummy, expect_shape, groups, reducing, BitMask};
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch, dispatch_grid, uniform, MAX_GROUPS_PER_DIM};
+use crate::gpu::kernel::{dispatch_grid, uniform, MAX_GROUPS_PER_DIM};
 use crate::gpu::{Category, GpuContext};
 pub use crate::reference::nn_train::{BN_EPS, BN_MOMENTUM};
+
+/// Fewest values per chunk (8 per invocation).
+pub const MIN_CHUNK: usize = 2048;
+/// Most chunks per channel (the combining workgroup takes one per invocation).
+pub const MAX_CHUNKS: usize = 256;
+
+/// The shader, with workgroup-memory and with subgroup sums.
+const SHADER: [&str; 2] = ["ops_bn", "ops_bn_sg"];
 
 /// Mirror of `BnParams` in `shaders/ops_bn.wgsl`.
 #[repr(C)]
@@ -26,8 +43,14 @@ pub struct BnGpuParams {
     pub eps: f32,
     /// `m / (m − 1)`: biased to unbiased variance.
     pub unbias: f32,
+    /// 1 when a ReLU is fused.
+    pub relu: u32,
+    /// Values per chunk of a channel.
+    pub chunk: u32,
+    /// Chunks per channel.
+    pub chunks: u32,
     /// Padding.
-    pub _a: u32,
+    pub _a: [u32; 2],
 }
 
 /// The learned parameters and running statistics of one batch norm layer, `[C]` each.
@@ -43,16 +66,25 @@ pub struct BnParams<'a> {
     pub running_var: &'a Tensor,
 }
 
-/// What the training forward saves besides its input: the batch statistics, `[C]` each.
+/// What the training forward saves besides its input: the batch statistics and the scale.
 #[derive(Clone, Debug)]
 pub struct BnSaved {
-    /// Batch mean per channel.
-    pub mean: Tensor,
-    /// `1 / sqrt(biased batch variance + eps)` per channel.
-    pub invstd: Tensor,
+    /// `[3, C]`: the batch mean per channel, `1 / sqrt(biased batch variance + eps)`, and gamma
+    /// as the forward used it.
+    pub stats: Tensor,
 }
 
-fn geometry(x: &Tensor, what: &str) -> Result<([usize; 4], BnGpuParams)> {
+/// `(chunk, chunks)`: how the `m` values of each of `c` channels are cut for the split
+/// reductions — enough chunks for about `target` workgroups (`GpuContext::target_groups`), none
+/// under [`MIN_CHUNK`] values, at most [`MAX_CHUNKS`].
+pub fn chunking(c: usize, m: usize, target: usize) -> (usize, usize) {
+    let most = (m / MIN_CHUNK).clamp(1, MAX_CHUNKS);
+    let wanted = target.div_ceil(c.max(1)).clamp(1, most);
+    let chunk = m.max(1).div_ceil(wanted);
+    (chunk, m.max(1).div_ceil(chunk))
+}
+
+fn geometry(ctx: &GpuContext, x: &Tensor, what: &str) -> Result<BnGpuParams> {
     let &[n, c, h, w] = x.shape() else {
         return Err(FdsrError::InvalidTensor(format!("{what} needs an [N, C, H, W] tensor, got {:?}", x.shape())));
     };
@@ -64,7 +96,8 @@ fn geometry(x: &Tensor, what: &str) -> Result<([usize; 4], BnGpuParams)> {
     }
     groups(x.numel(), what)?;
     let m = n * h * w;
-    let p = BnGpuParams {
+    let (chunk, chunks) = chunking(c, m, ctx.target_groups());
+    Ok(BnGpuParams {
         c: c as u32,
         hw: (h * w) as u32,
         m: m as u32,
@@ -72,9 +105,10 @@ fn geometry(x: &Tensor, what: &str) -> Result<([usize; 4], BnGpuParams)> {
         momentum: BN_MOMENTUM,
         eps: BN_EPS,
         unbias: (m as f64 / (m as f64 - 1.0)) as f32,
-        _a: 0,
-    };
-    Ok(([n, c, h, w], p))
+        chunk: chunk as u32,
+        chunks: chunks as u32,
+        ..Default::default()
+    })
 }
 
 fn check_params(bn: &BnParams, c: usize) -> Result<()> {
@@ -84,135 +118,178 @@ fn check_params(bn: &BnParams, c: usize) -> Result<()> {
     expect_shape(bn.running_var, &[c], "batch norm running var")
 }
 
-fn apply(
-    ctx: &GpuContext,
-    enc: &mut wgpu::CommandEncoder,
-    x: &Tensor,
-    bn: &BnParams,
-    s: &BnSaved,
-    p: &BnGpuParams,
-) -> Result<Tensor> {
-    let y = Tensor::uninit(ctx, x.shape(), Category::Workspace);
-    let (pb, d1, d2) = (uniform(ctx, "bn_apply", p), dummy(ctx), dummy(ctx));
-    let bufs = [
-        &pb,
-        x.buffer(),
-        bn.beta.buffer(),
-        bn.gamma.buffer(),
-        s.mean.buffer(),
-        s.invstd.buffer(),
-        d1.buffer(),
-        d2.buffer(),
-        y.buffer(),
-    ];
-    dispatch(ctx, enc, "ops_bn", "bn_apply", &bufs, groups(x.numel(), "batch norm")?)?;
-    Ok(y)
-}
-
-/// Records `entry` (batch or running statistics into `s`) over `grid`.
-#[allow(clippy::too_many_arguments)]
-fn record_stats(
+/// Binds `x, src0..3, dst0..2` (`None`: an unused slot) and records `entry` over `grid`.
+fn record(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
     entry: &'static str,
-    x: &Tensor,
-    bn: &BnParams,
-    s: &BnSaved,
     p: &BnGpuParams,
+    reads: [Option<&wgpu::Buffer>; 5],
+    writes: [Option<&wgpu::Buffer>; 3],
     grid: [u32; 3],
 ) -> Result<()> {
-    let (pb, d) = (uniform(ctx, entry, p), dummy(ctx));
-    let (rm, rv) = (bn.running_mean.buffer(), bn.running_var.buffer());
-    let bufs = [&pb, x.buffer(), x.buffer(), x.buffer(), s.mean.buffer(), s.invstd.buffer(), rm, rv, d.buffer()];
-    dispatch_grid(ctx, enc, "ops_bn", entry, &bufs, grid)
-}
-
-fn saved(ctx: &GpuContext, c: usize) -> BnSaved {
-    BnSaved {
-        mean: Tensor::uninit(ctx, &[c], Category::SavedActivations),
-        invstd: Tensor::uninit(ctx, &[c], Category::SavedActivations),
+    let pb = uniform(ctx, entry, p);
+    // An unused read slot takes the first bound read (never written by this pass); each unused
+    // writable slot its own scratch word (WebGPU forbids aliasing a writable binding).
+    let filler = reads.iter().flatten().next().copied().unwrap_or(&pb);
+    let scratch: Vec<Tensor> = writes.iter().filter(|w| w.is_none()).map(|_| dummy(ctx)).collect();
+    let mut spare = scratch.iter();
+    let mut bufs: Vec<&wgpu::Buffer> = vec![&pb];
+    bufs.extend(reads.iter().map(|r| r.unwrap_or(filler)));
+    for w in writes {
+        bufs.push(match w {
+            Some(b) => b,
+            None => spare.next().map(Tensor::buffer).unwrap_or(filler),
+        });
     }
+    dispatch_grid(ctx, enc, reducing(ctx, SHADER), entry, &bufs, grid)
 }
 
-/// Training forward of `x [N, C, H, W]`: batch mean and biased variance per channel (fixed-order
-/// reduction), `y = gamma·(x − mean)·invstd + beta`; running mean and unbiased variance move by
-/// [`BN_MOMENTUM`]. The caller keeps `x` for the backward.
+fn elementwise(p: &BnGpuParams) -> [u32; 3] {
+    let (x, y) = crate::gpu::kernel::grid((p.total as usize).div_ceil(super::WG) as u32);
+    [x, y, 1]
+}
+
+/// `y = gamma·(x − mean)·invstd + beta` (then ReLU and its mask, counted in `mask_category`,
+/// when `p.relu`).
+fn apply(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    (x, bn, s): (&Tensor, &BnParams, &BnSaved),
+    p: &BnGpuParams,
+    mask_category: Category,
+) -> Result<(Tensor, Option<BitMask>)> {
+    let y = Tensor::uninit(ctx, x.shape(), Category::Workspace);
+    let mask = (p.relu != 0)
+        .then(|| BitMask { words: Tensor::uninit(ctx, &[x.numel().div_ceil(32)], mask_category), len: x.numel() });
+    let reads = [Some(x.buffer()), None, Some(bn.beta.buffer()), Some(s.stats.buffer()), None];
+    let writes = [Some(y.buffer()), mask.as_ref().map(|m| m.words.buffer()), None];
+    record(ctx, enc, "bn_apply", p, reads, writes, elementwise(p))?;
+    Ok((y, mask))
+}
+
+/// Training forward of `x [N, C, H, W]`: batch mean and biased variance per channel,
+/// `y = gamma·(x − mean)·invstd + beta`, and with `relu` also `y = max(y, 0)` and the mask of
+/// its positive values (as [`super::relu_forward`] keeps it); running mean and unbiased variance
+/// move by [`BN_MOMENTUM`]. The caller keeps `x` for the backward.
 pub fn batchnorm_train_forward(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
     x: &Tensor,
     bn: &BnParams,
-) -> Result<(Tensor, BnSaved)> {
-    let ([_, c, _, _], p) = geometry(x, "batch norm")?;
+    relu: bool,
+) -> Result<(Tensor, BnSaved, Option<BitMask>)> {
+    let mut p = geometry(ctx, x, "batch norm")?;
+    p.relu = u32::from(relu);
+    let c = p.c as usize;
     check_params(bn, c)?;
-    let s = saved(ctx, c);
-    record_stats(ctx, enc, "bn_stats", x, bn, &s, &p, [c as u32, 1, 1])?;
-    let y = apply(ctx, enc, x, bn, &s, &p)?;
-    Ok((y, s))
+    let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::SavedActivations) };
+    let finish = [Some(s.stats.buffer()), Some(bn.running_mean.buffer()), Some(bn.running_var.buffer())];
+    let gamma = Some(bn.gamma.buffer());
+    if p.chunks == 1 {
+        // One chunk per channel: the partial pass writes the statistics itself.
+        let reads = [Some(x.buffer()), None, None, None, gamma];
+        record(ctx, enc, "bn_stats_partial", &p, reads, finish, [1, p.c, 1])?;
+    } else {
+        let part = Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace);
+        let reads = [Some(x.buffer()), None, None, None, None];
+        record(ctx, enc, "bn_stats_partial", &p, reads, [Some(part.buffer()), None, None], [p.chunks, p.c, 1])?;
+        let reads = [None, Some(part.buffer()), None, None, gamma];
+        record(ctx, enc, "bn_stats_finish", &p, reads, finish, [p.c, 1, 1])?;
+    }
+    let (y, mask) = apply(ctx, enc, (x, bn, &s), &p, Category::SavedActivations)?;
+    Ok((y, s, mask))
 }
 
-/// Eval forward of `x [N, C, H, W]` with the running statistics (left unchanged).
+/// Eval forward of `x [N, C, H, W]` with the running statistics (left unchanged), then ReLU
+/// when `relu`.
 pub fn batchnorm_eval_forward(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
     x: &Tensor,
     bn: &BnParams,
+    relu: bool,
 ) -> Result<Tensor> {
-    let &[_, c, _, _] = x.shape() else {
+    let &[_, c, h, w] = x.shape() else {
         return Err(FdsrError::InvalidTensor(format!("batch norm needs an [N, C, H, W] tensor, got {:?}", x.shape())));
     };
     check_params(bn, c)?;
     groups(x.numel(), "batch norm")?;
     let p = BnGpuParams {
         c: c as u32,
-        hw: (x.shape()[2] * x.shape()[3]) as u32,
+        hw: (h * w) as u32,
         m: 1,
         total: x.numel() as u32,
-        momentum: BN_MOMENTUM,
         eps: BN_EPS,
-        unbias: 1.0,
-        _a: 0,
+        relu: u32::from(relu),
+        ..Default::default()
     };
-    let s = BnSaved {
-        mean: Tensor::uninit(ctx, &[c], Category::Workspace),
-        invstd: Tensor::uninit(ctx, &[c], Category::Workspace),
-    };
+    let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::Workspace) };
     let (gx, gy) = crate::gpu::kernel::grid(groups(c, "batch norm")?);
-    record_stats(ctx, enc, "bn_eval_stats", x, bn, &s, &p, [gx, gy, 1])?;
-    apply(ctx, enc, x, bn, &s, &p)
+    let reads = [None, Some(bn.running_mean.buffer()), Some(bn.running_var.buffer()), None, Some(bn.gamma.buffer())];
+    record(ctx, enc, "bn_eval_stats", &p, reads, [Some(s.stats.buffer()), None, None], [gx, gy, 1])?;
+    Ok(apply(ctx, enc, (x, bn, &s), &p, Category::Workspace)?.0)
 }
 
-/// Backward of [`batchnorm_train_forward`] from its input `x`, the saved statistics and `gamma`:
-/// writes `dgamma = Σ dy·x̂` and `dbeta = Σ dy` (`[C]` each, overwritten) and returns
-/// `dx = gamma·invstd·(dy − mean(dy) − x̂·mean(dy·x̂))`.
-#[allow(clippy::too_many_arguments)]
+/// Backward of [`batchnorm_train_forward`] from its input `x`, what it saved and, when the ReLU
+/// was fused, its `mask` (the gradient `g` is `dy` where the mask is set): writes
+/// `dgamma = Σ g·x̂` and `dbeta = Σ g` (`[C]` each, overwritten) and returns
+/// `dx = gamma·invstd·(g − mean(g) − x̂·mean(g·x̂))`.
 pub fn batchnorm_backward(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
-    dy: &Tensor,
-    x: &Tensor,
+    (dy, x): (&Tensor, &Tensor),
     saved: &BnSaved,
-    gamma: &Tensor,
-    dgamma: &Tensor,
-    dbeta: &Tensor,
+    mask: Option<&BitMask>,
+    (dgamma, dbeta): (&Tensor, &Tensor),
 ) -> Result<Tensor> {
-    let ([_, c, _, _], p) = geometry(x, "batch norm backward")?;
+    let mut p = geometry(ctx, x, "batch norm backward")?;
+    let c = p.c as usize;
     expect_shape(dy, x.shape(), "batch norm backward dy")?;
-    for (t, what) in [
-        (&saved.mean, "saved mean"),
-        (&saved.invstd, "saved invstd"),
-        (gamma, "gamma"),
-        (dgamma, "dgamma"),
-        (dbeta, "dbeta"),
-    ] {
-        expect_shape(t, &[c], &format!("batch norm backward {what}"))?;
+    expect_shape(&saved.stats, &[3, c], "batch norm backward saved statistics")?;
+    expect_shape(dgamma, &[c], "batch norm backward dgamma")?;
+    expect_shape(dbeta, &[c], "batch norm backward dbeta")?;
+    if let Some(m) = mask {
+        if m.len != x.numel() || m.words.numel() != m.len.div_ceil(32) {
+            return Err(FdsrError::InvalidTensor(format!(
+                "batch norm backward of {:?} with a ReLU mask of {} values",
+                x.shape(),
+                m.len
+            )));
+        }
+        p.relu = 1;
     }
-    let (pb, d) = (uniform(ctx, "bn_backward", &p), dummy(ctx));
     let dx = Tensor::uninit(ctx, x.shape(), Category::Workspace);
-    let (m, is) = (saved.mean.buffer(), saved.invstd.buffer());
-    let bufs = [&pb, x.buffer(), dy.buffer(), gamma.buffer(), m, is, dgamma.buffer(), dbeta.buffer(), d.buffer()];
-    dispatch_grid(ctx, enc, "ops_bn", "bn_backward_reduce", &bufs, [c as u32, 1, 1])?;
-    let bufs = [&pb, x.buffer(), dy.buffer(), gamma.buffer(), m, is, dgamma.buffer(), dbeta.buffer(), dx.buffer()];
-    dispatch(ctx, enc, "ops_bn", "bn_backward_dx", &bufs, groups(x.numel(), "batch norm backward")?)?;
+    let (mk, st) = (mask.map(|m| m.words.buffer()), Some(saved.stats.buffer()));
+    let grid = [p.chunks, p.c, 1];
+    // With one chunk per channel the dx pass sums its channel itself.
+    let part = (p.chunks > 1).then(|| Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace));
+    if let Some(part) = &part {
+        let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, None];
+        record(ctx, enc, "bn_backward_partial", &p, reads, [Some(part.buffer()), None, None], grid)?;
+    }
+    let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, part.as_ref().map(Tensor::buffer)];
+    let writes = [Some(dx.buffer()), Some(dgamma.buffer()), Some(dbeta.buffer())];
+    record(ctx, enc, "bn_backward_dx", &p, reads, writes, grid)?;
     Ok(dx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_spread_channels_over_many_workgroups() {
+        // cnn at batch 128: 32 channels of 128·32·32 values, 128 channels of 128·8·8.
+        let target = crate::gpu::GPU_TARGET_GROUPS;
+        for (c, m) in [(32, 131072), (64, 32768), (128, 8192), (16, 131072), (8, 2 * 1024)] {
+            let (chunk, chunks) = chunking(c, m, target);
+            assert!(chunks <= MAX_CHUNKS && chunk * chunks >= m && chunk * (chunks - 1) < m, "{c}x{m}");
+            assert!(chunk >= MIN_CHUNK.min(m), "{c}x{m}: chunk {chunk}");
+            assert!(c * chunks >= target.min(c * (m / MIN_CHUNK).max(1)), "{c}x{m}: {chunks} chunks");
+            assert_eq!(chunking(c, m, 1), (m, 1), "a CPU adapter keeps one chunk per channel");
+        }
+        assert_eq!(chunking(32, 131072, target), (2048, 64));
+        assert_eq!(chunking(3, 10, target), (10, 1), "a tiny channel is one chunk");
+    }
 }

@@ -1,5 +1,6 @@
 //! Drivers of `shaders/ops_elementwise.wgsl`: ReLU with a 1-bit saved mask, the mask-aware decode
-//! of a ReLU output, and the residual add with its gradient accumulation.
+//! of a ReLU output, the residual add with its gradient accumulation, and the residual add fused
+//! with the ReLU that follows it.
 
 use super::{dummy, expect_shape, groups};
 use crate::engine::tensor::Tensor;
@@ -107,6 +108,19 @@ pub fn add(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, a: &Tensor, b: &Ten
     let (pb, d) = (uniform(ctx, "add", &p), dummy(ctx));
     dispatch(ctx, enc, "ops_elementwise", "add", &[&pb, a.buffer(), b.buffer(), out.buffer(), d.buffer()], g)?;
     Ok(out)
+}
+
+/// `y = max(a + b, 0)` (equal shapes) and the mask of its positive values, in one pass: what
+/// [`add`] then [`relu_forward`] give.
+pub fn add_relu(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, a: &Tensor, b: &Tensor) -> Result<(Tensor, BitMask)> {
+    expect_shape(b, a.shape(), "add_relu: b")?;
+    let (p, g) = params(a.numel(), "add_relu")?;
+    let y = Tensor::uninit(ctx, a.shape(), Category::Workspace);
+    let words = Tensor::uninit(ctx, &[p.words as usize], Category::SavedActivations);
+    let pb = uniform(ctx, "add_relu", &p);
+    let binds = [&pb, a.buffer(), b.buffer(), y.buffer(), words.buffer()];
+    dispatch(ctx, enc, "ops_elementwise", "add_relu", &binds, g)?;
+    Ok((y, BitMask { words, len: a.numel() }))
 }
 
 /// `acc += x` (equal shapes, distinct buffers), e.g. summing the gradients of a tensor used twice.

@@ -1,14 +1,16 @@
 //! Drivers of `shaders/ops_loss.wgsl`: softmax cross-entropy averaged over the batch, its
 //! gradient, and an accumulator of loss and hits that stays on the GPU across steps.
 
-use super::{dummy, expect_shape, groups, upload_words};
+use super::{dummy, expect_shape, groups, reducing, upload_words};
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::{dispatch, dispatch_grid, uniform};
 use crate::gpu::{Category, GpuContext};
 
-/// Largest batch the single-invocation reduce accepts.
+/// Largest batch (rows) the loss accepts.
 pub const MAX_BATCH: usize = 4096;
+/// The shader, with workgroup-memory and with subgroup sums.
+const SHADER: [&str; 2] = ["ops_loss", "ops_loss_sg"];
 
 /// Mirror of `LossParams` in `shaders/ops_loss.wgsl`.
 #[repr(C)]
@@ -68,7 +70,7 @@ fn params(logits: &[usize], labels: &Labels, what: &str) -> Result<LossParams> {
 }
 
 /// Softmax cross-entropy of `logits [B, C]` against `labels`, mean over the batch (stable
-/// log-sum-exp per row, then the rows summed in order).
+/// log-sum-exp per row, then the rows summed by one workgroup in a fixed order).
 pub fn cross_entropy_forward(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
@@ -84,10 +86,10 @@ pub fn cross_entropy_forward(
     let correct = Tensor::uninit(ctx, &[1], Category::Workspace);
     let pb = uniform(ctx, "ce", &p);
     let bufs = [&pb, logits.buffer(), labels.words.buffer(), probs.buffer(), rows.buffer(), hits.buffer()];
-    dispatch(ctx, enc, "ops_loss", "ce_rows", &bufs, groups(b, "cross-entropy")?)?;
+    dispatch(ctx, enc, reducing(ctx, SHADER), "ce_rows", &bufs, groups(b, "cross-entropy")?)?;
     let d = dummy(ctx);
     let bufs = [&pb, rows.buffer(), hits.buffer(), loss.buffer(), correct.buffer(), d.buffer()];
-    dispatch_grid(ctx, enc, "ops_loss", "ce_reduce", &bufs, [1, 1, 1])?;
+    dispatch_grid(ctx, enc, reducing(ctx, SHADER), "ce_reduce", &bufs, [1, 1, 1])?;
     Ok(LossOut { loss, correct, probs })
 }
 
@@ -102,7 +104,14 @@ pub fn cross_entropy_backward(
     let dx = Tensor::uninit(ctx, probs.shape(), Category::Workspace);
     let (pb, d1, d2) = (uniform(ctx, "ce_backward", &p), dummy(ctx), dummy(ctx));
     let bufs = [&pb, probs.buffer(), labels.words.buffer(), dx.buffer(), d1.buffer(), d2.buffer()];
-    dispatch(ctx, enc, "ops_loss", "ce_backward", &bufs, groups(p.total as usize, "cross-entropy backward")?)?;
+    dispatch(
+        ctx,
+        enc,
+        reducing(ctx, SHADER),
+        "ce_backward",
+        &bufs,
+        groups(p.total as usize, "cross-entropy backward")?,
+    )?;
     Ok(dx)
 }
 
@@ -113,5 +122,5 @@ pub fn accumulate_metrics(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, out:
     expect_shape(&out.correct, &[1], "correct count")?;
     let (pb, d1, d2) = (uniform(ctx, "accumulate_metrics", &LossParams::default()), dummy(ctx), dummy(ctx));
     let bufs = [&pb, out.loss.buffer(), out.correct.buffer(), acc.buffer(), d1.buffer(), d2.buffer()];
-    dispatch_grid(ctx, enc, "ops_loss", "accumulate_metrics", &bufs, [1, 1, 1])
+    dispatch_grid(ctx, enc, reducing(ctx, SHADER), "accumulate_metrics", &bufs, [1, 1, 1])
 }

@@ -16,7 +16,7 @@ pub mod optim;
 pub mod pool;
 
 pub use batchnorm::{batchnorm_backward, batchnorm_eval_forward, batchnorm_train_forward, BnParams, BnSaved};
-pub use elementwise::{add, add_into, mask_clamp, positive_mask, relu_backward, relu_forward, BitMask};
+pub use elementwise::{add, add_into, add_relu, mask_clamp, positive_mask, relu_backward, relu_forward, BitMask};
 pub use fakequant::{fake_quant, min_max, quantize, Bits};
 pub use gate::{gate_backward, gate_forward, GateState};
 pub use loss::{accumulate_metrics, cross_entropy_backward, cross_entropy_forward, upload_labels, Labels, LossOut};
@@ -36,6 +36,16 @@ pub(crate) fn groups(n: usize, what: &str) -> Result<u32> {
         return Err(FdsrError::InvalidTensor(format!("{what}: {n} values exceed the 2^32 a kernel indexes")));
     }
     Ok(n.div_ceil(WG) as u32)
+}
+
+/// The registered variant of a reducing shader (`[plain, subgroup]` names): the one with
+/// subgroup sums where the device has subgroups.
+pub(crate) fn reducing(ctx: &GpuContext, [plain, subgroup]: [&'static str; 2]) -> &'static str {
+    if ctx.has_subgroups() {
+        subgroup
+    } else {
+        plain
+    }
 }
 
 /// Checks that `t` has exactly `shape`.

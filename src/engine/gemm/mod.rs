@@ -1,18 +1,16 @@
 //! Drivers of `shaders/gemm.wgsl`: linear layers and conv2d (forward, input and weight
-//! gradients) as tiled matrix products recorded into a command encoder.
+//! gradients) as tiled matrix products recorded into a command encoder, each laid over the GPU
+//! by a [`GemmPlan`] (tile shape and split of K from the shapes).
+
+mod plan;
+
+pub use plan::{GemmPlan, TILE_ROWS};
 
 use super::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch, dispatch_grid, uniform};
+use crate::gpu::kernel::{dispatch, dispatch_with, uniform, MAX_GROUPS_PER_DIM};
 use crate::gpu::{Category, GpuContext};
 pub use crate::reference::conv::ConvGeom;
-
-/// Rows of C per workgroup.
-const TM: usize = 64;
-/// Columns of C per workgroup.
-const TN: usize = 64;
-/// Largest K one workgroup walks before the weight gradient splits K over the grid's z.
-const SPLIT_K: usize = 4096;
 
 /// Mirror of `GemmParams` in `shaders/gemm.wgsl`.
 #[repr(C)]
@@ -58,6 +56,10 @@ pub struct GemmParams {
     pub sbk: u32,
     /// Strided B: step per column.
     pub sbn: u32,
+    /// Lanes per output of the split reduction.
+    pub lanes: u32,
+    /// Padding.
+    pub _a: [u32; 3],
 }
 
 impl ConvGeom {
@@ -66,7 +68,6 @@ impl ConvGeom {
             m: m as u32,
             n: n as u32,
             k: k as u32,
-            k_split: k as u32,
             batch: self.batch as u32,
             cin: self.cin as u32,
             h: self.h as u32,
@@ -77,7 +78,6 @@ impl ConvGeom {
             ksize: self.ksize as u32,
             stride: self.stride as u32,
             pad: self.pad as u32,
-            splits: 1,
             ..Default::default()
         }
     }
@@ -90,17 +90,16 @@ fn check_len(t: &Tensor, want: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn too_big(p: &GemmParams) -> Result<()> {
-    let biggest =
-        [p.m as u64 * p.n as u64 * u64::from(p.splits.max(1)), p.m as u64 * p.k as u64, p.k as u64 * p.n as u64];
-    if biggest.iter().any(|&x| x >= u64::from(u32::MAX)) {
-        return Err(FdsrError::InvalidTensor(format!("matrix product {}x{}x{} is too large", p.m, p.n, p.k)));
+fn too_big(p: &GemmParams, splits: usize) -> Result<()> {
+    let (m, n, k) = (u64::from(p.m), u64::from(p.n), u64::from(p.k));
+    if [m * n * splits as u64, m * k, k * n].iter().any(|&x| x >= u64::from(u32::MAX)) {
+        return Err(FdsrError::InvalidTensor(format!("matrix product {m}x{n}x{k} is too large")));
     }
     Ok(())
 }
 
-/// Records `entry` over C's tiles, splitting K into `p.splits` parts when more than one.
-/// With splits, the partial sums go to a workspace and are added in order into `out`.
+/// Records `entry` over C's tiles as [`GemmPlan::choose`] lays it out. With a split of K the
+/// partial sums go to a workspace and `reduce_splits` adds them in order into `out`.
 #[allow(clippy::too_many_arguments)]
 fn run(
     ctx: &GpuContext,
@@ -112,23 +111,27 @@ fn run(
     bias: Option<&wgpu::Buffer>,
     out: &Tensor,
 ) -> Result<()> {
-    too_big(&p)?;
-    let grid_xy = [(p.n as usize).div_ceil(TN) as u32, (p.m as usize).div_ceil(TM) as u32];
-    if grid_xy.iter().any(|&g| g > crate::gpu::kernel::MAX_GROUPS_PER_DIM) {
-        return Err(FdsrError::InvalidTensor(format!("matrix product {}x{} has too many tiles", p.m, p.n)));
+    let (m, n, k) = (p.m as usize, p.n as usize, p.k as usize);
+    let plan = GemmPlan::choose(m, n, k, ctx.target_groups(), ctx.max_binding_bytes());
+    too_big(&p, plan.splits)?;
+    let grid = [n.div_ceil(plan.tn) as u32, m.div_ceil(plan.tm) as u32, plan.splits as u32];
+    if grid[..2].iter().any(|&g| g > MAX_GROUPS_PER_DIM) {
+        return Err(FdsrError::InvalidTensor(format!("matrix product {m}x{n} has too many tiles")));
     }
     p.has_bias = u32::from(bias.is_some());
+    p.splits = plan.splits as u32;
+    p.k_split = plan.k_split as u32;
+    p.lanes = plan.lanes as u32;
     let bias = bias.unwrap_or(a);
-    let splits = p.splits.max(1);
-    p.splits = splits;
-    p.k_split = p.k.div_ceil(splits).next_multiple_of(8).max(8);
+    ctx.profiler.add_flops(entry, 2.0 * m as f64 * n as f64 * k as f64);
     let pbuf = uniform(ctx, entry, &p);
-    if splits == 1 {
-        return dispatch_grid(ctx, enc, "gemm", entry, &[&pbuf, a, b, bias, out.buffer()], [grid_xy[0], grid_xy[1], 1]);
+    let kernel = ("gemm", entry, &[("TM", plan.tm as f64)][..]);
+    if plan.splits == 1 {
+        return dispatch_with(ctx, enc, kernel, &[&pbuf, a, b, bias, out.buffer()], grid);
     }
-    let partial = Tensor::uninit(ctx, &[splits as usize, p.m as usize, p.n as usize], Category::Workspace);
-    dispatch_grid(ctx, enc, "gemm", entry, &[&pbuf, a, b, bias, partial.buffer()], [grid_xy[0], grid_xy[1], splits])?;
-    let groups = (p.m * p.n).div_ceil(256);
+    let partial = Tensor::uninit(ctx, &[plan.splits, m, n], Category::Workspace);
+    dispatch_with(ctx, enc, kernel, &[&pbuf, a, b, bias, partial.buffer()], grid)?;
+    let groups = plan.reduce_groups(m * n) as u32;
     dispatch(ctx, enc, "gemm", "reduce_splits", &[&pbuf, partial.buffer(), b, b, out.buffer()], groups)
 }
 
@@ -219,7 +222,6 @@ pub fn linear_backward_weight(
         )));
     }
     check_len(dw, cols * inner, "linear weight gradient")?;
-    let splits = rows.div_ceil(SPLIT_K) as u32;
     let p = GemmParams {
         m: cols as u32,
         n: inner as u32,
@@ -228,7 +230,6 @@ pub fn linear_backward_weight(
         sak: cols as u32,
         sbk: inner as u32,
         sbn: 1,
-        splits,
         ..Default::default()
     };
     run(ctx, enc, "matmul_strided", p, dy.buffer(), x.buffer(), None, dw)
@@ -249,7 +250,6 @@ pub fn column_sums(
     if ones_len < rows {
         return Err(FdsrError::InvalidTensor(format!("{ones_len} ones for {rows} rows")));
     }
-    let splits = rows.div_ceil(SPLIT_K) as u32;
     let p = GemmParams {
         m: 1,
         n: cols as u32,
@@ -258,7 +258,6 @@ pub fn column_sums(
         sak: 1,
         sbk: cols as u32,
         sbn: 1,
-        splits,
         ..Default::default()
     };
     run(ctx, enc, "matmul_strided", p, ones, dy.buffer(), None, db)
@@ -313,8 +312,6 @@ pub fn conv2d_backward_weight(
     check_len(dy, g.out_shape().iter().product(), "conv output gradient")?;
     check_len(x, g.batch * g.cin * g.h * g.w, "conv input")?;
     check_len(dw, g.weight_shape().iter().product(), "conv weight gradient")?;
-    let k = g.batch * g.oh() * g.ow();
-    let mut p = g.params(g.cout, g.cin * g.ksize * g.ksize, k);
-    p.splits = k.div_ceil(SPLIT_K) as u32;
+    let p = g.params(g.cout, g.cin * g.ksize * g.ksize, g.batch * g.oh() * g.ow());
     run(ctx, enc, "conv_backward_weight", p, dy.buffer(), x.buffer(), None, dw)
 }
