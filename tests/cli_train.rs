@@ -238,7 +238,8 @@ fn a_bad_validation_split_is_refused_before_any_gpu_work() {
     for cmd in ["train", "compare"] {
         for n in ["32", "40"] {
             let e = run(cmd, &["--val", n]);
-            assert!(e.contains(&format!("--val {n} must be smaller than the 32 training images")), "{cmd} {n}: {e}");
+            let says = format!("--val {n}: a validation split of {n} images leaves none of the 32 training images");
+            assert!(e.contains(&says), "{cmd} {n}: {e}");
         }
         for bad in ["--val=-1", "--val=ten"] {
             let e = run(cmd, &[bad]);

@@ -172,14 +172,10 @@ pub(crate) fn load_data(a: &TrainArgs) -> Result<Loaded> {
     let mut test = Dataset::load(&dir, Split::Test)?;
     let mut val = None;
     if a.val > 0 {
-        if a.val >= train.len() {
-            return Err(FdsrError::InvalidConfig(format!(
-                "--val {} must be smaller than the {} training images of {name}",
-                a.val,
-                train.len()
-            )));
-        }
-        let (rest, held) = session::hold_out(&train, a.val, a.seed)?;
+        let (rest, held) = session::hold_out(&train, a.val, a.seed).map_err(|e| match e {
+            FdsrError::InvalidConfig(m) => FdsrError::InvalidConfig(format!("--val {}: {m}", a.val)),
+            e => e,
+        })?;
         (train, val) = (rest, Some(held));
     }
     if let Some(n) = a.limit_train {
