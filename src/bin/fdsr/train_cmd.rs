@@ -65,7 +65,7 @@ pub struct TrainArgs {
     #[arg(long, default_value = "none")]
     policy: String,
     /// Quantized-compute simulation of conv and linear layers: none, static:fw=F,bw=B,
-    /// fractrain-pfq[:fw=..;bw=..;window=W;threshold=T;decay=D;turns=K],
+    /// fractrain-pfq[:fw=..;bw=..;window=W;threshold=T;decay=D;turns=K;checks=C;final=F;signal=train|val],
     /// fractrain-dfq[:fw=..;bw=..;target=R;alpha=A;tau=T] or dpc[:fw=H,L;bw=H,L] (each takes
     /// full-ends=0 to quantize the first conv and the classifier too).
     #[arg(long, default_value = "none")]
