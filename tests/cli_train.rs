@@ -1,7 +1,8 @@
 //! `fdsr train` from the command line on a small synthetic data set (no network): a run writes
 //! metrics, a checkpoint and a JSON summary; bad flags, batches and checkpoints give one clear
 //! error and a non-zero exit code, never a panic; precision policies run, compare and log PFQ
-//! turning points.
+//! turning points; `--val` holds out a validation split, and a bad one is refused before any GPU
+//! work.
 
 mod common;
 
@@ -174,7 +175,9 @@ fn compare_includes_precision_policies() {
     let saved: Vec<f64> = rows.iter().map(|r| r["bitops_saved_vs_static"].as_f64().unwrap()).collect();
     assert!(saved[0] < 0.0 && saved[1].abs() < 1e-12 && saved[2] > 0.0 && saved[3] > 0.0, "{saved:?}");
     assert!(rows[2]["saved"]["activation_ratio"].as_f64().unwrap() > 3.0, "pfq combines with uniform:2");
-    assert_eq!(rows[2]["pfq_stage"], 0);
+    // Four steps: the final stretch is the last one; the schedules are listed under the table.
+    assert_eq!((rows[2]["pfq_stage"].as_u64(), rows[2]["pfq_final_step"].as_u64()), (Some(3), Some(3)));
+    assert!(table.contains("PFQ schedules") && table.contains("final stretch from 3 (stage 3)"), "{table}");
     let mut bad = args.to_vec();
     bad.extend(["--policies", "none,dpc:fw=9,99+none"]);
     assert!(error_of(&fdsr(&bad)).contains("outside 2..=16"));
@@ -188,16 +191,66 @@ fn pfq_turning_points_are_logged() {
     let data = data_dir("pfq");
     let metrics = data.join("m.jsonl");
     let (d, m) = (data.to_str().unwrap(), metrics.to_str().unwrap());
+    // 8 steps: the final stretch is the last 2, the rule is checked after steps 1 to 5 on the
+    // training loss, or on a validation split of 8 of the 32 images (3 steps per epoch then).
     let prec = "fractrain-pfq:window=2;threshold=0.5";
     let args = ["train", "--model", "tiny", "--data-dir", d, "--epochs", "2", "--batch", "8", "--quiet"];
-    let r = fdsr(&[&args[..], &["--precision", prec, "--eval-every", "1", "--metrics", m]].concat());
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let lines: Vec<serde_json::Value> =
-        std::fs::read_to_string(&metrics).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let turns = lines.iter().filter(|l| l["kind"] == "precision").count();
-    let summary = lines.last().unwrap();
-    assert!(turns >= 1, "no turning point in {lines:?}");
-    assert_eq!(summary["pfq_turning_points"].as_array().unwrap().len(), turns);
-    assert!(summary["bitops_saved_vs_static"].as_f64().unwrap() > 0.0);
-    assert!(lines.iter().any(|l| l["kind"] == "step" && l["bitops"].as_f64().unwrap() > 0.0));
+    for (signal, val, steps, checks) in [("train", "0", 8, 5), ("val", "8", 6, 3)] {
+        let prec = format!("{prec};signal={signal}");
+        let r = fdsr(&[&args[..], &["--precision", &prec, "--val", val, "--metrics", m]].concat());
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let lines: Vec<serde_json::Value> =
+            std::fs::read_to_string(&metrics).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let summary = lines.last().unwrap();
+        assert_eq!((summary["steps"].as_u64(), summary["pfq_signal"].as_str()), (Some(steps), Some(signal)));
+        let checked: Vec<_> = lines.iter().filter(|l| l["kind"] == "pfq_check").map(|l| l["step"].clone()).collect();
+        let turns = summary["pfq_turning_points"].as_array().unwrap();
+        let start = summary["pfq_final_start"].as_u64().unwrap();
+        assert_eq!(start, steps - 2);
+        // Checks stop where no turn is left to take (two per turn here, at most `checks`).
+        assert!((2..=checks).contains(&checked.len()), "{signal}: {checked:?}");
+        assert!(checked.iter().all(|s| s.as_u64().unwrap() < start), "{signal}: {checked:?}");
+        let changes: Vec<_> = lines.iter().filter(|l| l["kind"] == "precision").map(|l| l["cause"].clone()).collect();
+        assert!(!turns.is_empty(), "{signal}: no turning point in {lines:?}");
+        assert_eq!(changes.len(), turns.len() + 1, "{signal}: {changes:?}");
+        assert_eq!((changes.last().unwrap().as_str(), summary["pfq_stage"].as_u64()), (Some("final"), Some(3)));
+        let last_epoch = lines.iter().rfind(|l| l["kind"] == "epoch").unwrap();
+        assert_eq!(last_epoch["val_accuracy"].is_f64(), signal == "val", "{last_epoch}");
+        assert!(summary["bitops_saved_vs_static"].as_f64().unwrap() > 0.0);
+        assert!(lines.iter().any(|l| l["kind"] == "step" && l["bitops"].as_f64().unwrap() > 0.0));
+    }
+}
+
+#[test]
+fn a_bad_validation_split_is_refused_before_any_gpu_work() {
+    let data = data_dir("val");
+    let d = data.to_str().unwrap();
+    let run = |cmd: &str, extra: &[&str]| {
+        let args = [cmd, "--model", "tiny", "--data-dir", d, "--batch", "8", "--quiet"];
+        // No adapter matches: an error about the GPU would mean GPU work started first.
+        let o = Command::new(env!("CARGO_BIN_EXE_fdsr"))
+            .args([&args[..], extra].concat())
+            .env("WGPU_ADAPTER_NAME", "no such adapter")
+            .output()
+            .unwrap();
+        error_of(&o)
+    };
+    for cmd in ["train", "compare"] {
+        for n in ["32", "40"] {
+            let e = run(cmd, &["--val", n]);
+            let says = format!("--val {n}: a validation split of {n} images leaves none of the 32 training images");
+            assert!(e.contains(&says), "{cmd} {n}: {e}");
+        }
+        for bad in ["--val=-1", "--val=ten"] {
+            let e = run(cmd, &[bad]);
+            assert!(e.contains("invalid value") && e.contains(&bad[6..]) && e.contains("--val"), "{e}");
+        }
+        let e = run(cmd, &["--precision", "fractrain-pfq:signal=val"]);
+        assert!(e.contains("reads a validation split: add --val N"), "{e}");
+        let e = run(cmd, &["--precision", "fractrain-pfq:signal=val", "--val", "0"]);
+        assert!(e.contains("reads a validation split"), "{e}");
+    }
+    // 0 is off: the run goes on to look for the GPU.
+    assert!(run("train", &["--val", "0"]).contains("no GPU adapter"));
+    assert!(run("train", &["--val", "8"]).contains("no GPU adapter"));
 }

@@ -2,8 +2,8 @@
 //! and DPC precision (alone and with compressed saved activations) trains with a finite loss and
 //! counts BitOPs saved against static fw=8/bw=16; DFQ's cost regularizer moves the gates toward
 //! cheap or expensive options as its target asks; PFQ and DFQ runs resumed from a checkpoint
-//! (PFQ's schedule advanced by the evaluation loss on both sides of it) end exactly as the
-//! uninterrupted runs.
+//! (PFQ's schedule advanced by the training or the validation loss on both sides of it, and the
+//! training loss summed across it) end exactly as the uninterrupted runs.
 
 mod common;
 
@@ -30,7 +30,7 @@ fn config(policy: Option<&str>) -> TrainConfig {
 fn session(ctx: &GpuContext, cfg: TrainConfig, precision: &str) -> Session {
     let mut s = Session::new(Trainer::new(ctx, cfg).unwrap(), synthetic::images(24, 28, 28, 10, 3)).unwrap();
     s.trainer.set_controller(None).unwrap();
-    s.trainer.set_precision(ctx, Some(precision.parse().unwrap())).unwrap();
+    s.set_precision(ctx, Some(precision.parse().unwrap())).unwrap();
     s
 }
 
@@ -40,13 +40,12 @@ fn weights(ctx: &GpuContext, s: &Session) -> Vec<f32> {
     out
 }
 
-/// One step, then the evaluation loss on a few images goes to the precision schedule.
-fn step(ctx: &GpuContext, s: &mut Session, eval: &fdsr::data::Dataset) {
+/// One step, then PFQ's plateau rule is checked where due (`val` is the validation split).
+fn step(ctx: &GpuContext, s: &mut Session, val: &fdsr::data::Dataset) {
     pollster::block_on(s.step(ctx)).unwrap();
-    let norm = s.norm;
-    let m = pollster::block_on(s.trainer.evaluate(ctx, eval, norm, 8)).unwrap();
-    assert!(m.loss.is_finite());
-    s.trainer.observe_loss(m.loss);
+    if let Some(c) = pollster::block_on(s.check_precision(ctx, Some(val))).unwrap() {
+        assert!(c.loss.is_finite() && c.step == s.trainer.step);
+    }
 }
 
 #[test]
@@ -61,8 +60,10 @@ fn precision_policies_train_and_save_bitops() {
         ("dpc:full-ends=0", None),
         ("dpc:full-ends=0", Some("fdsr:budget=4,mask")),
         ("fractrain-pfq", Some("uniform:2")),
-        // Weights kept fp32: activations at 3 and gradients at 6 bits still beat 8/8/16.
-        ("fractrain-pfq:weights=0", None),
+        // Weights kept fp32: activations at 3 and gradients at 6 bits still beat 8/8/16 (the
+        // last stage, 8/8 with fp32 weights, would not: no final stretch).
+        ("fractrain-pfq:weights=0;final=0", None),
+        ("fractrain-pfq:signal=val", None),
         // Every option of the default costs less than 8/8/16.
         ("fractrain-dfq", None),
         ("fractrain-dfq:full-ends=0", Some("fdsr:budget=4")),
@@ -126,9 +127,14 @@ fn dfq_gates_follow_the_cost_target() {
 fn pfq_and_dfq_resume_is_exact() {
     let Some(ctx) = common::gpu() else { return };
     let eval = synthetic::images(8, 28, 28, 10, 78);
-    // A plateau rule that turns quickly, so stages change before and after the checkpoint.
-    let pfq = "fractrain-pfq:fw=3,4,6,8;bw=6,6,8,8;window=2;threshold=0.5;decay=0.9";
-    for prec in [pfq, "fractrain-dfq:alpha=5"] {
+    // A plateau rule that turns quickly, checked after steps 1 to 3 of 6 (the final stretch
+    // from step 5): the rule turns before the checkpoint (after step 3), the final stretch after
+    // it; so does the rule reading the validation loss. Checked after steps 2 and 4 with no
+    // final stretch, the training loss of step 3 is summed across the checkpoint.
+    let pfq = "fractrain-pfq:window=2;threshold=0.5;decay=0.9;checks=6;final=0.2";
+    let val = format!("{pfq};signal=val");
+    let across = "fractrain-pfq:window=2;threshold=0.5;checks=3;final=0";
+    for prec in [pfq, &val, across, "fractrain-dfq:alpha=5"] {
         let mut full = session(&ctx, config(None), prec);
         let mut stages = Vec::new();
         while !full.done() {
@@ -136,8 +142,14 @@ fn pfq_and_dfq_resume_is_exact() {
             stages.push(full.trainer.precision.pfq.as_ref().map_or(0, |p| p.stage));
         }
         assert_eq!(stages.len(), 6);
-        if prec == pfq {
-            assert!(stages[5] > stages[2] && stages[2] > 0, "stages {stages:?}: the schedule must turn on both sides");
+        if prec.starts_with("fractrain-pfq") {
+            eprintln!("{prec}: stages {stages:?}");
+        }
+        if prec == pfq || prec == val {
+            assert!(stages[5] == 3 && stages[2] > 0, "{prec}: stages {stages:?}: the schedule must turn on both sides");
+        }
+        if prec == across {
+            assert_eq!(full.trainer.precision.pfq.as_ref().unwrap().cadence.every, 2);
         }
 
         let mut first = session(&ctx, config(None), prec);
@@ -147,12 +159,16 @@ fn pfq_and_dfq_resume_is_exact() {
         let bytes = pollster::block_on(checkpoint::save(&ctx, &mut first.trainer, &[])).unwrap().to_bytes().unwrap();
         drop(first);
         let st = SafeTensors::from_bytes(&bytes).unwrap();
+        if prec == across {
+            // Step 3's loss (8 images, 1 step) is summed on the device, unread, in the checkpoint.
+            assert!(st.meta("metric_sums").unwrap().ends_with(",8,1"), "{:?}", st.meta("metric_sums"));
+        }
 
         // Another precision policy, or none, is refused.
         for other in [Some("dpc"), None] {
             let mut s =
                 Session::new(Trainer::new(&ctx, config(None)).unwrap(), synthetic::images(24, 28, 28, 10, 3)).unwrap();
-            s.trainer.set_precision(&ctx, other.map(|p| p.parse().unwrap())).unwrap();
+            s.set_precision(&ctx, other.map(|p| p.parse().unwrap())).unwrap();
             let e = checkpoint::restore(&ctx, &mut s.trainer, &st).unwrap_err().to_string();
             assert!(e.contains("precision policy"), "{e}");
             assert_eq!(s.trainer.step, 0);

@@ -1,6 +1,6 @@
 //! Checkpoints: every parameter, buffer and optimizer state tensor plus the step, as safetensors
-//! (`fdsr-checkpoint` metadata) with the controller's and the precision policy's state, and their
-//! restoration with checks of model and configuration.
+//! (`fdsr-checkpoint` metadata) with the controller's and the precision policy's state and the
+//! metric sums not read yet, and their restoration with checks of model and configuration.
 
 use super::trainer::{TrainConfig, Trainer};
 use crate::error::{FdsrError, Result};
@@ -62,12 +62,28 @@ pub async fn save(ctx: &GpuContext, t: &mut Trainer, extra: &[(&str, String)]) -
         metadata.push(("precision".to_string(), p.to_string()));
     }
     metadata.push(("precision_state".to_string(), t.precision.state()));
+    // Unread metric sums: PFQ's training-loss signal (and the next log line) go on exactly.
+    let sums = t.sums.to_vec(ctx).await?;
+    let sums = format!("{:08x},{:08x},{},{}", sums[0].to_bits(), sums[1].to_bits(), t.summed_images, t.summed_steps);
+    metadata.push(("metric_sums".to_string(), sums));
     metadata.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
     Ok(SafeTensors { tensors, metadata })
 }
 
 fn meta<'a>(st: &'a SafeTensors, key: &str) -> Result<&'a str> {
     st.meta(key).ok_or_else(|| FdsrError::Corrupt(format!("checkpoint has no '{key}' metadata")))
+}
+
+/// The `metric_sums` metadata: the device's loss and correct sums, images and steps (none in
+/// older checkpoints).
+fn metric_sums(st: &SafeTensors) -> Result<Option<([f32; 2], u64, u64)>> {
+    let Some(v) = st.meta("metric_sums") else { return Ok(None) };
+    let bad = || FdsrError::Corrupt(format!("checkpoint metadata metric_sums='{v}' is malformed"));
+    let f = v.split(',').collect::<Vec<_>>();
+    let [loss, correct, images, steps] = f.as_slice() else { return Err(bad()) };
+    let sum = |x: &str| u32::from_str_radix(x, 16).map(f32::from_bits).map_err(|_| bad());
+    let count = |x: &str| x.parse::<u64>().map_err(|_| bad());
+    Ok(Some(([sum(loss)?, sum(correct)?], count(images)?, count(steps)?)))
 }
 
 fn number(st: &SafeTensors, key: &str) -> Result<u64> {
@@ -95,6 +111,7 @@ pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()
         )));
     }
     let (step, opt_steps) = (number(st, "step")?, number(st, "optimizer_steps")?);
+    let sums = metric_sums(st)?;
     let mut writes = Vec::new();
     let mut missing = None;
     let mut check = |name: &str, target: &super::Tensor| match st.f32(name) {
@@ -143,6 +160,10 @@ pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()
     }
     for (target, v) in writes {
         target.write(ctx, &v)?;
+    }
+    if let Some((v, images, steps)) = sums {
+        t.sums.write(ctx, &v)?;
+        (t.summed_images, t.summed_steps) = (images, steps);
     }
     t.precision = precision;
     t.step = step;

@@ -1,7 +1,9 @@
 //! A training run over a data set: epoch order, batches and step counting on top of the
-//! [`Trainer`], driven one step at a time (by the CLI's loop, or one step per frame in the demo).
+//! [`Trainer`], driven one step at a time (by the CLI's loop, or one step per frame in the demo);
+//! the checks of PFQ's plateau rule; seeded subsets and the validation split of a data set.
 
 use super::batch::{epoch_order, make_batch, Normalization};
+use super::precision::{Check, Precision, Signal};
 use super::trainer::{TrainConfig, Trainer};
 use crate::data::synthetic::SplitMix64;
 use crate::data::Dataset;
@@ -27,6 +29,22 @@ pub fn limit(data: &Dataset, n: usize, seed: u64) -> Result<Dataset> {
     }
     let order = epoch_order(data.len(), seed ^ 0x5EED_11A1, 0);
     subset(data, &order[..n])
+}
+
+/// A validation split of `n` images held out of `data` with its own `seed`: returns the images
+/// left to train on (in their order in `data`) and the split, disjoint. `n` must leave at least
+/// one image to train on.
+pub fn hold_out(data: &Dataset, n: usize, seed: u64) -> Result<(Dataset, Dataset)> {
+    if n >= data.len() {
+        return Err(FdsrError::InvalidConfig(format!(
+            "a validation split of {n} images leaves none of the {} training images to train on",
+            data.len()
+        )));
+    }
+    let order = epoch_order(data.len(), seed ^ 0x0A11_DA7E, 0);
+    let mut rest = order[n..].to_vec();
+    rest.sort_unstable();
+    Ok((subset(data, &rest)?, subset(data, &order[..n])?))
 }
 
 /// A trainer with its training set: knows the epoch, the step within it and the next batch.
@@ -80,6 +98,40 @@ impl Session {
         self.trainer.step >= self.total_steps()
     }
 
+    /// Sets the precision policy of conv and linear compute for this run's steps
+    /// ([`Trainer::set_precision`]); call before the first step.
+    pub fn set_precision(&mut self, ctx: &GpuContext, policy: Option<Precision>) -> Result<()> {
+        let total = self.total_steps();
+        self.trainer.set_precision(ctx, policy, total)
+    }
+
+    /// Checks PFQ's plateau rule if a check is due after the steps taken: with the loss of the
+    /// validation split `val` at the current bits (`signal=val`), or with the mean training loss
+    /// since the last check (`signal=train`), reading the metric sums here when some are unread
+    /// (read them first to log them). `None` when no check is due.
+    pub async fn check_precision(&mut self, ctx: &GpuContext, val: Option<&Dataset>) -> Result<Option<Check>> {
+        if !self.trainer.precision.check_due() {
+            return Ok(None);
+        }
+        let (norm, batch) = (self.norm, self.config().batch);
+        let t = &mut self.trainer;
+        let val_loss = match (t.precision.signal(), val) {
+            (Some(Signal::Val), Some(v)) => Some(t.evaluate(ctx, v, norm, batch).await?.loss),
+            (Some(Signal::Val), None) => {
+                return Err(FdsrError::InvalidConfig(
+                    "fractrain-pfq with signal=val needs a validation split (--val N)".into(),
+                ))
+            }
+            _ => {
+                if t.summed_steps > 0 {
+                    t.read_metrics(ctx).await?;
+                }
+                None
+            }
+        };
+        Ok(t.precision.check(val_loss))
+    }
+
     /// Takes the next training step and returns the learning rate it used.
     pub async fn step(&mut self, ctx: &GpuContext) -> Result<f32> {
         if self.done() {
@@ -100,5 +152,42 @@ impl Session {
         let lr = self.trainer.lr(spe);
         self.trainer.step(ctx, &x, &y, lr).await?;
         Ok(lr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 50 one-pixel images whose pixel is their index.
+    fn numbered() -> Dataset {
+        Dataset { rows: 1, cols: 1, images: (0..50).collect(), labels: (0..50).map(|i| i % 10).collect() }
+    }
+
+    #[test]
+    fn validation_split_is_disjoint_and_seeded() {
+        let data = numbered();
+        let (train, val) = hold_out(&data, 12, 7).unwrap();
+        assert_eq!((train.len(), val.len()), (38, 12));
+        let mut all: Vec<u8> = train.images.iter().chain(&val.images).copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, data.images, "the two parts cover the data once");
+        assert!(train.images.windows(2).all(|w| w[0] < w[1]), "training images keep their order");
+        assert!(train
+            .images
+            .iter()
+            .chain(&val.images)
+            .zip(train.labels.iter().chain(&val.labels))
+            .all(|(i, l)| i % 10 == *l));
+        assert_eq!(hold_out(&data, 12, 7).unwrap().1, val, "the same seed, the same split");
+        assert_ne!(hold_out(&data, 12, 8).unwrap().1, val, "another seed, another split");
+        // Not the subset `limit` takes with the same seed.
+        assert_ne!(limit(&data, 12, 7).unwrap(), val);
+        assert_eq!(
+            hold_out(&data, 0, 7).unwrap(),
+            (data.clone(), Dataset { images: vec![], labels: vec![], ..data.clone() })
+        );
+        let e = hold_out(&data, 50, 7).unwrap_err().to_string();
+        assert!(e.contains("split of 50 images") && e.contains("50 training images"), "{e}");
     }
 }

@@ -93,9 +93,11 @@ pub struct Trainer {
     pub plan: Option<(usize, super::saved::Plan)>,
     /// Training steps taken (global, across epochs).
     pub step: u64,
-    sums: Tensor,
-    summed_images: u64,
-    summed_steps: u64,
+    /// Loss and correct predictions summed on the device since the last read, over these
+    /// images and steps (a checkpoint carries them).
+    pub(crate) sums: Tensor,
+    pub(crate) summed_images: u64,
+    pub(crate) summed_steps: u64,
 }
 
 impl Trainer {
@@ -112,7 +114,7 @@ impl Trainer {
         let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
         let saved = SavedActivations::with_policy(config.policy.clone())?;
         let controller = Controller::for_policy(config.policy.as_ref(), ControllerConfig::default())?;
-        let precision = PrecisionRun::new(config.model, None);
+        let precision = PrecisionRun::new(config.model, None, 0);
         Ok(Trainer {
             config,
             model,
@@ -139,11 +141,12 @@ impl Trainer {
         Ok(())
     }
 
-    /// Sets the precision policy of conv and linear compute (`None`: fp32), restarting its
-    /// schedule and BitOPs count, installing DFQ's gates (fresh) where the policy has them and
-    /// restarting the optimizer; call before the first step (or before restoring a checkpoint).
-    pub fn set_precision(&mut self, ctx: &GpuContext, policy: Option<Precision>) -> Result<()> {
-        let run = PrecisionRun::new(self.config.model, policy);
+    /// Sets the precision policy of conv and linear compute (`None`: fp32) for a run of `total`
+    /// steps, restarting its schedule and BitOPs count, installing DFQ's gates (fresh) where the
+    /// policy has them and restarting the optimizer; call before the first step (or before
+    /// restoring a checkpoint). [`super::Session::set_precision`] knows `total`.
+    pub fn set_precision(&mut self, ctx: &GpuContext, policy: Option<Precision>, total: u64) -> Result<()> {
+        let run = PrecisionRun::new(self.config.model, policy, total);
         let options = match &run.policy {
             Some(Precision::Dfq { dfq, .. }) => dfq.fw.len(),
             _ => 0,
@@ -177,12 +180,6 @@ impl Trainer {
             self.precision.add_gate_counts(&name, &words)?;
         }
         Ok(())
-    }
-
-    /// Feeds an evaluation loss to the precision schedule (the PFQ plateau rule); returns whether
-    /// the stage advanced.
-    pub fn observe_loss(&mut self, loss: f64) -> bool {
-        self.precision.observe(loss)
     }
 
     /// Learning rate of the next step, given `steps_per_epoch`.
@@ -273,8 +270,8 @@ impl Trainer {
     }
 
     /// Reads the summed loss and accuracy since the last read (waiting for the GPU), and resets
-    /// them; brings the BitOPs count up to date ([`Self::count_gates`]). A loss that is not
-    /// finite is an error naming the step.
+    /// them; brings the BitOPs count up to date ([`Self::count_gates`]) and hands the loss to
+    /// PFQ's plateau rule. A loss that is not finite is an error naming the step.
     pub async fn read_metrics(&mut self, ctx: &GpuContext) -> Result<Metrics> {
         self.count_gates(ctx).await?;
         let v = self.sums.to_vec(ctx).await?;
@@ -293,6 +290,7 @@ impl Trainer {
                 m.loss, self.step
             )));
         }
+        self.precision.add_train_loss(f64::from(v[0]), steps);
         Ok(m)
     }
 

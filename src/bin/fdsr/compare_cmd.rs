@@ -1,5 +1,6 @@
 //! `fdsr compare`: the same training run with each listed policy, one after the other, and a
-//! side-by-side table (accuracy, BitOPs, activation ratio, memory, step time).
+//! side-by-side table (accuracy, BitOPs, activation ratio, memory, step time) with the PFQ runs'
+//! turning points under it.
 
 use std::path::PathBuf;
 
@@ -35,7 +36,7 @@ pub fn compare(c: &CompareArgs) -> Result<()> {
     }
     let policies = fdsr::codec::config::split_policies(&c.policies);
     let rows = run_all(&c.train, &policies, c.seeds)?;
-    let table = compare_table(&rows);
+    let table = compare_table(&rows) + &crate::pfq_report::turning_points(&rows, run_name);
     print!("{table}");
     if let Some(out) = &c.out {
         fdsr::io::write_atomic(out.with_extension("md"), table.as_bytes())?;
@@ -56,7 +57,9 @@ pub(crate) fn run_all(train: &TrainArgs, policies: &[String], seeds: u64) -> Res
         let mut a = config(train)?;
         let (prec, p) = split_entry(entry)?;
         a.policy = if p == "none" { None } else { Some(p.parse()?) };
-        cfgs.push((a, prec.or_else(|| default_precision.clone())));
+        let prec = prec.or_else(|| default_precision.clone());
+        crate::pfq_report::check_signal(prec.as_ref(), train.val)?;
+        cfgs.push((a, prec));
     }
     let data = load_data(train)?;
     let ctx = crate::gpu()?;

@@ -12,6 +12,7 @@ mod aggregate;
 mod bench_cmd;
 mod compare_cmd;
 mod inspect;
+mod pfq_report;
 mod plot;
 mod runtime_dir;
 mod sweep_cmd;

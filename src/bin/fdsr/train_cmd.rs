@@ -1,5 +1,6 @@
-//! `fdsr train`: a training run with a progress bar, JSONL metrics, test accuracy per epoch,
-//! checkpoints that a killed run resumes from, and a one-line JSON summary.
+//! `fdsr train`: a training run with a progress bar, JSONL metrics, test (and validation)
+//! accuracy per epoch, checks of PFQ's plateau rule, checkpoints that a killed run resumes from,
+//! and a one-line JSON summary.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use fdsr::engine::controller::{ControllerConfig, Decision};
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
 use fdsr::engine::precision::Precision;
 use fdsr::engine::saved::{SavedStats, TensorRecord};
-use fdsr::engine::{checkpoint, session, ModelName, Session, TrainConfig, Trainer};
+use fdsr::engine::{checkpoint, session, Metrics, ModelName, Session, TrainConfig, Trainer};
 use fdsr::gpu::{TransferCounts, CATEGORIES};
 use fdsr::io::safetensors::{read_safetensors, write_safetensors};
 use fdsr::{FdsrError, GpuContext, Result};
@@ -19,6 +20,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
 mod flags;
+
+use crate::pfq_report;
 
 /// File name of the checkpoint inside `--checkpoint` / `--resume` directories.
 pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
@@ -62,15 +65,15 @@ pub struct TrainArgs {
     #[arg(long, default_value = "none")]
     policy: String,
     /// Quantized-compute simulation of conv and linear layers: none, static:fw=F,bw=B,
-    /// fractrain-pfq[:fw=..;bw=..;window=W;threshold=T;decay=D;turns=K],
+    /// fractrain-pfq[:fw=..;bw=..;window=W;threshold=T;decay=D;turns=K;checks=C;final=F;signal=train|val],
     /// fractrain-dfq[:fw=..;bw=..;target=R;alpha=A;tau=T] or dpc[:fw=H,L;bw=H,L] (each takes
     /// full-ends=0 to quantize the first conv and the classifier too).
     #[arg(long, default_value = "none")]
     pub(crate) precision: String,
-    /// Steps between extra test-set evaluations whose loss drives the PFQ plateau rule (0:
-    /// epoch ends only).
+    /// Hold out a seeded validation split of this many training images, never trained on (0:
+    /// none); evaluated at epoch ends and read by fractrain-pfq's plateau rule under signal=val.
     #[arg(long, default_value_t = 0)]
-    eval_every: u64,
+    pub(crate) val: usize,
     /// Random shifts (±2 px) and horizontal flips of training images.
     #[arg(long)]
     augment: bool,
@@ -148,7 +151,18 @@ pub(crate) fn precision_of(s: &str) -> Result<Option<Precision>> {
     s.parse().map(Some)
 }
 
-pub(crate) fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)> {
+/// The data of a run: the training images, the validation split held out of them (`--val`), the
+/// test images (only reported).
+pub(crate) struct Loaded {
+    pub name: DatasetName,
+    pub train: Dataset,
+    pub val: Option<Dataset>,
+    pub test: Dataset,
+}
+
+/// Loads the data set, holds out `--val` images (before `--limit-train` takes its subset of the
+/// rest) and limits both sets; a `--val` that leaves nothing to train on is an error.
+pub(crate) fn load_data(a: &TrainArgs) -> Result<Loaded> {
     let name: DatasetName = a.dataset.parse()?;
     let dir = a.data_dir.clone().unwrap_or_else(|| name.default_dir());
     if let Some(report) = ensure(name, &dir)? {
@@ -156,6 +170,14 @@ pub(crate) fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)
     }
     let mut train = Dataset::load(&dir, Split::Train)?;
     let mut test = Dataset::load(&dir, Split::Test)?;
+    let mut val = None;
+    if a.val > 0 {
+        let (rest, held) = session::hold_out(&train, a.val, a.seed).map_err(|e| match e {
+            FdsrError::InvalidConfig(m) => FdsrError::InvalidConfig(format!("--val {}: {m}", a.val)),
+            e => e,
+        })?;
+        (train, val) = (rest, Some(held));
+    }
     if let Some(n) = a.limit_train {
         train = session::limit(&train, n, a.seed)?;
     }
@@ -163,7 +185,7 @@ pub(crate) fn load_data(a: &TrainArgs) -> Result<(DatasetName, Dataset, Dataset)
         // The files are stored class by class: take a seeded random subset, not the first N.
         test = session::limit(&test, n, a.seed ^ 1)?;
     }
-    Ok((name, train, test))
+    Ok(Loaded { name, train, val, test })
 }
 
 /// The optional JSONL metrics file.
@@ -239,9 +261,6 @@ fn save_checkpoint(ctx: &GpuContext, s: &mut Session, dir: &Path) -> Result<()> 
     write_safetensors(dir.join(CHECKPOINT_FILE), &st)
 }
 
-/// Training and test sets of a named data set.
-pub type Loaded = (DatasetName, Dataset, Dataset);
-
 /// Trains one run of `cfg` on `data` and returns its summary (also the metrics file's last line).
 pub(crate) fn train_run(
     ctx: &GpuContext,
@@ -250,14 +269,14 @@ pub(crate) fn train_run(
     precision: Option<Precision>,
     data: &Loaded,
 ) -> Result<Value> {
-    let (dataset, train, test) = data;
+    let Loaded { name: dataset, train, val, test } = data;
     let policy = cfg.policy.as_ref().map_or("none".to_string(), |p| p.to_string());
     let prec_name = precision.as_ref().map_or("none".to_string(), |p| p.to_string());
     let mut s = Session::new(Trainer::new(ctx, cfg)?, train.clone())?;
     let every = flags::probe_every(a, s.total_steps());
     let probe = (every > 0).then(|| ControllerConfig { every, ..ControllerConfig::default() });
     s.trainer.set_controller(probe)?;
-    s.trainer.set_precision(ctx, precision)?;
+    s.set_precision(ctx, precision)?;
     if let Some(dir) = &a.resume {
         let st = read_safetensors(dir.join(CHECKPOINT_FILE))?;
         checkpoint::restore(ctx, &mut s.trainer, &st)?;
@@ -273,7 +292,7 @@ pub(crate) fn train_run(
     bar.set_position(s.trainer.step);
     ctx.pool.reset_peaks();
     let (start, mut window, mut window_steps) = (Instant::now(), Instant::now(), 0u64);
-    let (mut last, mut test_m, mut train_secs, mut steps_run) = (json!(null), None, 0f64, 0u64);
+    let (mut last, mut test_m, mut val_m, mut train_secs, mut steps_run) = (json!(null), None, None, 0f64, 0u64);
     let mut run_saved = SavedStats::default();
     let mut run_probe = Vec::new();
     let mut window_bitops = s.trainer.precision.bitops;
@@ -285,6 +304,8 @@ pub(crate) fn train_run(
         bar.inc(1);
         let step = s.trainer.step;
         let epoch_end = step % spe == 0;
+        // A check of PFQ's plateau rule reads the training loss: log it first.
+        let check = s.trainer.precision.check_due();
         for d in s.trainer.controller.as_mut().map(|c| c.take_decisions()).unwrap_or_default() {
             if let (Some(before), Some(after)) = (d.budget_before, d.budget) {
                 let e = d.grad_error;
@@ -302,7 +323,7 @@ pub(crate) fn train_run(
             let layers: Vec<Value> = records.iter().map(record_json).collect();
             metrics.write(&json!({ "kind": "layers", "step": step, "tensors": layers }))?;
         }
-        if step % a.log_every.max(1) == 0 || epoch_end || s.done() {
+        if step % a.log_every.max(1) == 0 || epoch_end || s.done() || check {
             let m = pollster::block_on(s.trainer.read_metrics(ctx))?;
             let secs = window.elapsed().as_secs_f64();
             train_secs += secs;
@@ -324,15 +345,20 @@ pub(crate) fn train_run(
         }
         if epoch_end {
             let t = pollster::block_on(s.trainer.evaluate(ctx, test, s.norm, a.batch))?;
+            let v =
+                val.as_ref().map(|v| pollster::block_on(s.trainer.evaluate(ctx, v, s.norm, a.batch))).transpose()?;
             let epoch = step / spe;
-            bar.println(format!("epoch {epoch}: test accuracy {:.4} (loss {:.4})", t.accuracy, t.loss));
+            let val_text = v.map_or(String::new(), |v| format!(", validation {:.4} (loss {:.4})", v.accuracy, v.loss));
+            bar.println(format!("epoch {epoch}: test accuracy {:.4} (loss {:.4}){val_text}", t.accuracy, t.loss));
             metrics.write(&json!({ "kind": "epoch", "epoch": epoch, "step": step, "test_loss": t.loss,
-                "test_accuracy": t.accuracy, "train": last, "elapsed_s": start.elapsed().as_secs_f64() }))?;
-            test_m = Some(t);
-            observe(&mut s, &mut metrics, &bar, step, t.loss)?;
-        } else if a.eval_every > 0 && step % a.eval_every == 0 && s.trainer.precision.pfq.is_some() {
-            let t = pollster::block_on(s.trainer.evaluate(ctx, test, s.norm, a.batch))?;
-            observe(&mut s, &mut metrics, &bar, step, t.loss)?;
+                "test_accuracy": t.accuracy, "val_loss": v.map(|v| v.loss), "val_accuracy": v.map(|v| v.accuracy),
+                "train": last, "elapsed_s": start.elapsed().as_secs_f64() }))?;
+            (test_m, val_m) = (Some(t), v);
+        }
+        let c = pollster::block_on(s.check_precision(ctx, val.as_ref()))?;
+        for (line, record) in pfq_report::events(&s.trainer.precision, step, c.as_ref()) {
+            line.into_iter().for_each(|l| bar.println(l));
+            metrics.write(&record)?;
         }
         let periodic = a.checkpoint_every > 0 && step % a.checkpoint_every == 0;
         if let (Some(dir), true) = (&a.checkpoint, epoch_end || periodic) {
@@ -345,41 +371,28 @@ pub(crate) fn train_run(
     }
     bar.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();
-    let summary = json!({ "kind": "summary", "model": s.config().model.to_string(), "dataset": dataset.to_string(),
+    let mut summary = json!({ "kind": "summary", "model": s.config().model.to_string(), "dataset": dataset.to_string(),
         "policy": policy, "seed": s.config().seed, "epochs": s.config().epochs, "steps": s.trainer.step, "train_images": s.train.len(),
-        "test_accuracy": test_m.map(|t| t.accuracy), "test_loss": test_m.map(|t| t.loss), "last": last,
+        "test_accuracy": test_m.map(|t| t.accuracy), "test_loss": test_m.map(|t| t.loss),
+        "val_images": val.as_ref().map(Dataset::len), "val_accuracy": val_m.map(|v: Metrics| v.accuracy),
+        "val_loss": val_m.map(|v| v.loss), "last": last,
         "seconds": secs, "step_ms": 1e3 * train_secs / steps_run.max(1) as f64,
         "images_per_s": (steps_run * a.batch as u64) as f64 / train_secs.max(1e-9), "adapter": ctx.adapter_description(),
         "parameters": s.trainer.model.parameter_count(), "memory": memory(ctx), "saved": saved_json(&run_saved),
         "transfers": transfers_json(&run_transfers, steps_run),
         "probe_grad_error": mean(&run_probe), "final_budget": s.trainer.controller.as_ref().and_then(|c| c.budget),
         "precision": prec_name, "bitops": s.trainer.precision.bitops,
-        "bitops_saved_vs_static": s.trainer.precision.saved_vs_static(),
-        "pfq_stage": s.trainer.precision.pfq.as_ref().map(|p| p.stage),
-        "pfq_turning_points": s.trainer.precision.pfq.as_ref().map(|p| p.turning_points.clone()) });
+        "bitops_saved_vs_static": s.trainer.precision.saved_vs_static() });
+    pfq_report::summarize(&s.trainer.precision, &mut summary);
     metrics.write(&summary)?;
     Ok(summary)
-}
-
-/// Feeds an evaluation loss to the precision schedule; a turning point is printed and logged.
-fn observe(s: &mut Session, metrics: &mut MetricsFile, bar: &ProgressBar, step: u64, loss: f64) -> Result<()> {
-    if s.trainer.observe_loss(loss) {
-        let p = &s.trainer.precision;
-        let stage = p.pfq.as_ref().map_or(0, |q| q.stage);
-        bar.println(format!(
-            "step {step}: PFQ turning point (eval loss {loss:.4}), stage {stage}, bits {:?}",
-            p.bits()
-        ));
-        metrics.write(&json!({ "kind": "precision", "step": step, "eval_loss": loss, "pfq_stage": stage,
-            "bits": p.bits() }))?;
-    }
-    Ok(())
 }
 
 /// `fdsr train`.
 pub fn run(a: &TrainArgs) -> Result<()> {
     let cfg = config(a)?;
     let precision = precision_of(&a.precision)?;
+    pfq_report::check_signal(precision.as_ref(), a.val)?;
     let data = load_data(a)?;
     let summary = train_run(&crate::gpu()?, a, cfg, precision, &data)?;
     println!("{summary}");

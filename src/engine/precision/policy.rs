@@ -1,35 +1,14 @@
 //! The precision policy strings and their parsing:
-//! `static:fw=8,bw=16`, `fractrain-pfq:fw=3,4,6,8;bw=6,6,8,8;window=5;threshold=0.05;decay=0.3;turns=3`,
+//! `static:fw=8,bw=16`,
+//! `fractrain-pfq:fw=3,4,6,8;bw=6,6,8,8;window=5;threshold=0.05;decay=0.3;turns=3;checks=24;final=0.25;signal=train`,
 //! `dpc:fw=8,4;bw=16,8`, `fractrain-dfq:fw=4,6,8;bw=6,8,8;target=0.45;alpha=1;tau=1`; every policy takes `full-ends=1|0` (first conv and last linear at 32 bits)
 //! and `weights=1|0` (weights quantized to the forward bits, the default, or kept fp32).
 
 use std::fmt;
 use std::str::FromStr;
 
+use super::pfq::Pfq;
 use crate::error::{FdsrError, Result};
-
-/// Progressive fractional quantization options.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Pfq {
-    /// Forward bits (activations and weights) per stage.
-    pub fw: Vec<u8>,
-    /// Backward bits (output gradients) per stage, as many as `fw`.
-    pub bw: Vec<u8>,
-    /// Evaluation intervals the plateau rule compares.
-    pub window: usize,
-    /// Initial relative-change threshold.
-    pub threshold: f64,
-    /// Factor applied to the threshold after each turning point.
-    pub decay: f64,
-    /// Most turning points (at most `fw.len() - 1`).
-    pub turns: usize,
-}
-
-impl Default for Pfq {
-    fn default() -> Self {
-        Pfq { fw: vec![3, 4, 6, 8], bw: vec![6, 6, 8, 8], window: 5, threshold: 0.05, decay: 0.3, turns: 3 }
-    }
-}
 
 /// Dynamic fractional quantization options: the bit options a gate picks among per input.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,7 +99,7 @@ impl Precision {
 }
 
 /// The options of `fractrain-pfq`.
-const PFQ_KEYS: &str = "fw, bw, window, threshold, decay, turns, full-ends, weights";
+const PFQ_KEYS: &str = "fw, bw, window, threshold, decay, turns, checks, final, signal, full-ends, weights";
 /// The options of `fractrain-dfq`.
 const DFQ_KEYS: &str = "fw, bw, target, alpha, tau, full-ends, weights";
 
@@ -214,6 +193,9 @@ impl FromStr for Precision {
                         "threshold" => p.threshold = num(s, k, v)?,
                         "decay" => p.decay = num(s, k, v)?,
                         "turns" => turns = Some(num(s, k, v)?),
+                        "checks" => p.checks = num(s, k, v)?,
+                        "final" => p.final_share = num(s, k, v)?,
+                        "signal" => p.signal = v.parse().map_err(|e| bad(s, e))?,
                         _ if known(k, v)? => {}
                         _ => return Err(bad(s, format!("unknown option '{k}' ({PFQ_KEYS})"))),
                     }
@@ -226,6 +208,9 @@ impl FromStr for Precision {
                 }
                 if !(p.threshold > 0.0 && p.threshold < 1.0 && p.decay > 0.0 && p.decay <= 1.0) {
                     return Err(bad(s, "threshold must be in (0, 1) and decay in (0, 1]"));
+                }
+                if p.checks == 0 || !(0.0..1.0).contains(&p.final_share) {
+                    return Err(bad(s, "checks must be at least 1 and final in [0, 1)"));
                 }
                 p.turns = turns.unwrap_or(p.fw.len() - 1);
                 if p.turns > p.fw.len() - 1 {
@@ -291,13 +276,16 @@ impl fmt::Display for Precision {
             }
             Precision::Pfq { pfq: p, full_ends, weights } => write!(
                 f,
-                "fractrain-pfq:fw={};bw={};window={};threshold={};decay={};turns={}{}",
+                "fractrain-pfq:fw={};bw={};window={};threshold={};decay={};turns={};checks={};final={};signal={}{}",
                 list(&p.fw),
                 list(&p.bw),
                 p.window,
                 p.threshold,
                 p.decay,
                 p.turns,
+                p.checks,
+                p.final_share,
+                p.signal,
                 ends(*full_ends, *weights)
             ),
             Precision::Dpc { fw, bw, full_ends, weights } => {
@@ -331,6 +319,7 @@ pub fn split_entry(entry: &str) -> Result<(Option<Precision>, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::precision::Signal;
 
     #[test]
     fn parses_and_round_trips() {
@@ -339,6 +328,7 @@ mod tests {
             "static:fw=4;bw=8;full-ends=0",
             "fractrain-pfq",
             "fractrain-pfq:fw=3,4,6,8;bw=6,6,8,8;window=5;threshold=0.05;decay=0.3;turns=3",
+            "fractrain-pfq:checks=40;final=0;signal=val",
             "fractrain-pfq:fw=4,8;bw=8,8",
             "dpc",
             "dpc:fw=8,4;bw=16,8",
@@ -356,6 +346,11 @@ mod tests {
         );
         let Precision::Pfq { pfq, .. } = "fractrain-pfq:fw=4,8;bw=8,8".parse().unwrap() else { panic!() };
         assert_eq!(pfq.turns, 1);
+        assert_eq!((pfq.checks, pfq.final_share, pfq.signal), (24, 0.25, Signal::Train));
+        let Precision::Pfq { pfq, .. } = "fractrain-pfq:checks=40;final=0;signal=val".parse().unwrap() else {
+            panic!()
+        };
+        assert_eq!(pfq, Pfq { checks: 40, final_share: 0.0, signal: Signal::Val, ..Pfq::default() });
     }
 
     #[test]
@@ -369,6 +364,10 @@ mod tests {
             ("fractrain-pfq:turns=4", "exceeds"),
             ("fractrain-pfq:window=1", "window"),
             ("fractrain-pfq:threshold=2", "threshold"),
+            ("fractrain-pfq:checks=0", "checks must be at least 1"),
+            ("fractrain-pfq:final=1", "final in [0, 1)"),
+            ("fractrain-pfq:final=-0.1", "final in [0, 1)"),
+            ("fractrain-pfq:signal=test", "signal must be train or val"),
             ("dpc:fw=4,8", "largest first"),
             ("dpc:fw", "key=value"),
             ("dpc:full-ends=2", "full-ends"),

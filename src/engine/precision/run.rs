@@ -1,14 +1,16 @@
 //! The trainer's side of a precision policy: the bits of each compute layer this step (the
 //! PFQ stage or the DPC map), the quantization plan handed to the layers, the BitOPs counted
-//! per step against a static fw=8/bw=16 run (weights at 8 bits), and the state a checkpoint carries.
+//! per step against a static fw=8/bw=16 run (weights at 8 bits), PFQ's schedule (its checks,
+//! the loss they read, the final stretch) and the state a checkpoint carries.
 //! Under DFQ the gated layers' BitOPs come from the options their gates picked ([`PrecisionRun::add_gate_counts`]).
 
 use std::collections::HashMap;
 
 use super::bitops::{dfq_costs, gated, layer_bitops, layer_bits, step_bitops};
 use super::geometry::{layers, ComputeLayer};
+use super::pfq::Signal;
 use super::policy::Precision;
-use super::schedule::PfqState;
+use super::schedule::{Check, PfqState};
 use crate::engine::model_name::ModelName;
 pub use crate::engine::ops::gate::DfqPlan;
 use crate::error::{FdsrError, Result};
@@ -66,14 +68,14 @@ pub struct PrecisionRun {
 }
 
 impl PrecisionRun {
-    /// The run of `policy` on `model`.
-    pub fn new(model: ModelName, policy: Option<Precision>) -> PrecisionRun {
+    /// The run of `policy` on `model` over `total` steps (PFQ's cadence follows from them).
+    pub fn new(model: ModelName, policy: Option<Precision>, total: u64) -> PrecisionRun {
         let layers = layers(model);
         let full_ends = policy.as_ref().is_none_or(Precision::full_ends);
         let base = Precision::Static { fw: 8, bw: 16, full_ends, weights: true };
         let baseline = layer_bits(&base, &layers, 0);
         let pfq = match &policy {
-            Some(Precision::Pfq { pfq, .. }) => Some(PfqState::new(pfq)),
+            Some(Precision::Pfq { pfq, .. }) => Some(PfqState::new(pfq, total)),
             _ => None,
         };
         let gated = policy.as_ref().map_or(vec![false; layers.len()], |p| gated(p, &layers));
@@ -123,7 +125,7 @@ impl PrecisionRun {
     }
 
     /// Counts one training step of `images` images (gated layers are counted by
-    /// [`Self::add_gate_counts`]).
+    /// [`Self::add_gate_counts`]) and moves PFQ's schedule on by a step.
     pub fn count_step(&mut self, images: usize) {
         let w = self.weights();
         let bits = self.bits();
@@ -131,6 +133,9 @@ impl PrecisionRun {
         let fixed: f64 = fixed.map(|((l, &(fw, bw)), _)| layer_bitops(l, fw, if w { fw } else { 32 }, bw)).sum();
         self.bitops += fixed * images as f64;
         self.baseline_bitops += step_bitops(&self.layers, &self.baseline, true) * images as f64;
+        if let (Some(Precision::Pfq { pfq, .. }), Some(s)) = (&self.policy, &mut self.pfq) {
+            s.step(pfq);
+        }
     }
 
     /// Counts the inputs gated layer `name` computed at each DFQ option since the last call.
@@ -151,12 +156,43 @@ impl PrecisionRun {
         (self.baseline_bitops > 0.0).then(|| 1.0 - self.bitops / self.baseline_bitops)
     }
 
-    /// Feeds an evaluation loss to the PFQ plateau rule; returns whether the stage advanced.
-    pub fn observe(&mut self, loss: f64) -> bool {
-        match (&self.policy, &mut self.pfq) {
-            (Some(Precision::Pfq { pfq, .. }), Some(s)) => s.observe(pfq, loss),
+    /// The loss PFQ's plateau rule reads (`None` for other policies).
+    pub fn signal(&self) -> Option<Signal> {
+        match &self.policy {
+            Some(Precision::Pfq { pfq, .. }) => Some(pfq.signal),
+            _ => None,
+        }
+    }
+
+    /// Whether PFQ's plateau rule is checked after the steps taken so far.
+    pub fn check_due(&self) -> bool {
+        match (&self.policy, &self.pfq) {
+            (Some(Precision::Pfq { pfq, .. }), Some(s)) => s.due(pfq),
             _ => false,
         }
+    }
+
+    /// Adds the sum of `steps` per-step training losses read from the device (what the rule
+    /// reads under `signal=train`); nothing for other policies.
+    pub fn add_train_loss(&mut self, sum: f64, steps: u64) {
+        if let Some(s) = &mut self.pfq {
+            s.add_train_loss(sum, steps);
+        }
+    }
+
+    /// Checks PFQ's plateau rule with the validation loss `val` (`signal=val`) or the mean
+    /// training loss since the last check (`signal=train`); `None` when no check is due or its
+    /// loss is missing.
+    pub fn check(&mut self, val: Option<f64>) -> Option<Check> {
+        let (Some(Precision::Pfq { pfq, .. }), Some(s)) = (&self.policy, &mut self.pfq) else { return None };
+        if !s.due(pfq) {
+            return None;
+        }
+        let loss = match pfq.signal {
+            Signal::Train => s.take_train_loss()?,
+            Signal::Val => val?,
+        };
+        Some(s.check(pfq, loss))
     }
 
     /// The counters and the PFQ state as one line (f64 values by their bits).
@@ -175,7 +211,10 @@ impl PrecisionRun {
         };
         let (bitops, baseline) = (float("bitops=")?, float("baseline=")?);
         let pfq = match (&self.policy, parts.next()) {
-            (Some(Precision::Pfq { pfq, .. }), Some(text)) => Some(PfqState::from_text(pfq, text)?),
+            (Some(Precision::Pfq { pfq, .. }), Some(text)) => {
+                let total = self.pfq.as_ref().map_or(0, |s| s.cadence.total);
+                Some(PfqState::from_text(pfq, total, text)?)
+            }
             (Some(Precision::Pfq { .. }), None) => return Err(bad("no PFQ schedule state")),
             (_, None) => None,
             (_, Some(_)) => return Err(bad("a PFQ schedule state for a run without one")),
@@ -191,23 +230,47 @@ mod tests {
 
     #[test]
     fn plans_counts_and_state_round_trip() {
-        let mut r = PrecisionRun::new(ModelName::Tiny, Some("fractrain-pfq".parse().unwrap()));
+        // Checked after every step of 100 (the final stretch starts after step 75).
+        let mut r = PrecisionRun::new(ModelName::Tiny, Some("fractrain-pfq:checks=100".parse().unwrap()), 100);
         let plan = r.plan(3, 5).unwrap();
         // First conv and the classifier stay at full precision; the middle conv at stage 0.
         assert_eq!(plan.forward_bits("layer1.conv"), None);
         assert_eq!(plan.backward_bits("fc"), None);
         assert_eq!(plan.forward_bits("layer2.conv"), Some(3));
         assert_eq!(plan.backward_bits("layer2.conv").map(|b| b.0), Some(6));
-        r.count_step(8);
-        assert!(r.saved_vs_static().unwrap() > 0.0);
-        for l in [1.0, 1.0, 1.0, 1.0, 1.0] {
-            r.observe(l);
+        assert!(!r.check_due() && r.check(None).is_none(), "no check before the first step");
+        for i in 1..=5 {
+            r.count_step(8);
+            assert!(r.check_due());
+            r.add_train_loss(2.0, 2);
+            assert_eq!(r.check(None).map(|c| (c.step, c.loss, c.turned)), Some((i, 1.0, i == 5)));
         }
-        assert_eq!(r.pfq.as_ref().unwrap().stage, 1);
-        let mut back = PrecisionRun::new(ModelName::Tiny, r.policy.clone());
+        assert!(r.saved_vs_static().unwrap() > 0.0);
+        assert_eq!((r.pfq.as_ref().unwrap().stage, r.signal()), (1, Some(Signal::Train)));
+        r.count_step(8);
+        assert!(r.check(None).is_none(), "no training loss was read since the last check");
+        r.add_train_loss(0.5, 1);
+        let mut back = PrecisionRun::new(ModelName::Tiny, r.policy.clone(), 100);
         back.restore(&r.state()).unwrap();
         assert_eq!((back.bitops, back.baseline_bitops, back.pfq.clone()), (r.bitops, r.baseline_bitops, r.pfq.clone()));
-        let mut none = PrecisionRun::new(ModelName::Tiny, None);
+        let mut shorter = PrecisionRun::new(ModelName::Tiny, r.policy.clone(), 50);
+        assert!(shorter.restore(&r.state()).unwrap_err().to_string().contains("100 steps, this run has 50"));
+        // The final stretch: the last stage (8/8) from step 76 on, whatever the rule said.
+        for _ in 6..75 {
+            r.count_step(8);
+        }
+        assert_eq!((r.pfq.as_ref().unwrap().stage, r.pfq.as_ref().unwrap().final_step), (3, Some(75)));
+        assert_eq!(r.plan(3, 75).unwrap().forward_bits("layer2.conv"), Some(8));
+        assert!(!r.check_due());
+        // Under signal=val the rule reads the validation loss it is given.
+        let mut v =
+            PrecisionRun::new(ModelName::Tiny, Some("fractrain-pfq:signal=val;checks=100".parse().unwrap()), 100);
+        v.count_step(8);
+        v.add_train_loss(2.0, 1);
+        assert!(v.check(None).is_none());
+        assert_eq!(v.check(Some(0.7)).map(|c| c.loss), Some(0.7));
+        let mut none = PrecisionRun::new(ModelName::Tiny, None, 100);
+        assert!(none.check(Some(1.0)).is_none() && none.signal().is_none());
         assert!(none.plan(0, 0).is_none());
         assert!(none.restore(&r.state()).is_err());
         none.count_step(1);
@@ -216,7 +279,7 @@ mod tests {
 
     #[test]
     fn dfq_counts_gated_layers_from_the_gates() {
-        let mut r = PrecisionRun::new(ModelName::Tiny, Some("fractrain-dfq:fw=4,8;bw=8,16".parse().unwrap()));
+        let mut r = PrecisionRun::new(ModelName::Tiny, Some("fractrain-dfq:fw=4,8;bw=8,16".parse().unwrap()), 2);
         let plan = r.plan(1, 0).unwrap();
         assert!(plan.gate("layer2.conv").is_some() && plan.gate("layer1.conv").is_none() && plan.gate("fc").is_none());
         assert_eq!(plan.dfq.as_ref().unwrap().costs, vec![0.4, 1.0]);
@@ -229,7 +292,7 @@ mod tests {
         r.add_gate_counts("layer2.conv", &[4.0, 0.0]).unwrap();
         assert!(r.saved_vs_static().unwrap() > 0.0);
         assert!(r.add_gate_counts("fc2", &[1.0, 0.0]).is_err());
-        let mut s = PrecisionRun::new(ModelName::Tiny, Some("dpc".parse().unwrap()));
+        let mut s = PrecisionRun::new(ModelName::Tiny, Some("dpc".parse().unwrap()), 2);
         assert!(s.add_gate_counts("layer2.conv", &[1.0]).is_err());
     }
 }
