@@ -60,7 +60,8 @@ enum DataCmd {
         /// fashion-mnist | mnist | all.
         #[arg(long, default_value = "all")]
         dataset: String,
-        /// Target folder (only with a single data set; default data/<name>).
+        /// Target folder (only with a single data set; default <data home>/<name>, the data home being
+        /// $FDSR_DATA, else $XDG_DATA_HOME/fdsr, else ~/.local/share/fdsr).
         #[arg(long)]
         dir: Option<PathBuf>,
     },
