@@ -20,7 +20,7 @@ use crate::settings::Settings;
 pub struct Data {
     /// Training images.
     pub train: Dataset,
-    /// Test images (the block inspector's inputs).
+    /// Test images (the codec story's inputs).
     pub test: Dataset,
     /// Where they came from, for the header.
     pub source: String,
@@ -44,8 +44,10 @@ pub struct Shared {
     pub first_step_s: Option<f64>,
     /// Seconds spent in steps (the step tasks' own time).
     pub step_seconds: f64,
-    /// The block inspector's last read activation.
+    /// The codec story's last read activation.
     pub inspect: Option<Result<Activation, String>>,
+    /// Reads of an activation so far.
+    pub reads: u64,
     /// The UI to repaint when a task ends (set by the app's frames; the next frame follows a
     /// finished step instead of repainting all the time, which on a software GPU would take
     /// the GPU from training).
@@ -74,6 +76,15 @@ pub struct Run {
 impl Run {
     /// A run on `ctx` over `data` with `settings` (an invalid setting is reported in `error`).
     pub fn new(ctx: GpuContext, data: Data, settings: Settings) -> Run {
+        Run::on(Rc::new(ctx), Rc::new(data), settings)
+    }
+
+    /// A second run on this run's device and data (the fp32 run beside it).
+    pub fn sibling(&self, settings: Settings) -> Run {
+        Run::on(self.ctx.clone(), self.data.clone(), settings)
+    }
+
+    fn on(ctx: Rc<GpuContext>, data: Rc<Data>, settings: Settings) -> Run {
         let shared = Shared {
             session: None,
             history: History::default(),
@@ -84,9 +95,10 @@ impl Run {
             first_step_s: None,
             step_seconds: 0.0,
             inspect: None,
+            reads: 0,
             repaint: None,
         };
-        let run = Run { ctx: Rc::new(ctx), data: Rc::new(data), shared: Rc::new(RefCell::new(shared)) };
+        let run = Run { ctx, data, shared: Rc::new(RefCell::new(shared)) };
         run.reset(settings);
         run
     }
@@ -113,6 +125,16 @@ impl Run {
                 sh.error = Some(e);
             }
         }
+    }
+
+    /// A step or a read is running.
+    pub fn busy(&self) -> bool {
+        self.shared.borrow().busy
+    }
+
+    /// Steps taken.
+    pub fn steps(&self) -> usize {
+        self.shared.borrow().history.steps.len()
     }
 
     /// `true` when a step may start now (a session, no step running, no error).
@@ -173,7 +195,7 @@ impl Run {
     }
 
     /// Marks the session as busy and returns the task that reads layer `layer`'s output for
-    /// the block inspector, or `None` while a step runs.
+    /// the codec story, or `None` while a step runs.
     pub fn inspect_task(&self, layer: usize) -> Option<impl std::future::Future<Output = ()> + 'static> {
         let mut sh = self.shared.borrow_mut();
         if sh.busy {
@@ -187,6 +209,7 @@ impl Run {
             let out = read_activation(&run.ctx, &mut session, &run.data.test, layer).await.map_err(|e| e.to_string());
             let mut sh = run.shared.borrow_mut();
             sh.inspect = Some(out);
+            sh.reads += 1;
             sh.session = Some(session);
             sh.busy = false;
             sh.request_repaint();
