@@ -31,7 +31,8 @@ const STORY_EVERY: usize = 10;
 /// Application state.
 pub struct App {
     slot: RunSlot,
-    /// The same run with fp32 activations (made with the first frame that has a run).
+    /// The same run with fp32 activations (made with the first frame that has a run, its
+    /// trainer after the policy run's first step).
     base: Option<Run>,
     /// Settings being edited (the run's are applied on reset, the view's at once).
     pub settings: Settings,
@@ -287,6 +288,10 @@ impl App {
                 self.story_read_at = Some(steps);
                 platform::spawn(t);
             }
+        }
+        // The fp32 run's trainer is made after the first step of the policy run.
+        if base.pending() && steps > 0 && !run.busy() {
+            base.reset(fp32(&run.shared.borrow().settings));
         }
         // While playing, a finished step asks for the next frame (natively the step ends inside
         // `spawn`, on the web later).

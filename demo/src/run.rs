@@ -76,12 +76,21 @@ pub struct Run {
 impl Run {
     /// A run on `ctx` over `data` with `settings` (an invalid setting is reported in `error`).
     pub fn new(ctx: GpuContext, data: Data, settings: Settings) -> Run {
-        Run::on(Rc::new(ctx), Rc::new(data), settings)
+        let run = Run::on(Rc::new(ctx), Rc::new(data), settings.clone());
+        run.reset(settings);
+        run
     }
 
-    /// A second run on this run's device and data (the fp32 run beside it).
+    /// A second run on this run's device and data (the fp32 run beside it), without a session
+    /// until [`Run::reset`] makes one (so making its trainer need not delay the first step).
     pub fn sibling(&self, settings: Settings) -> Run {
         Run::on(self.ctx.clone(), self.data.clone(), settings)
+    }
+
+    /// Made, but not reset yet: no session and no error.
+    pub fn pending(&self) -> bool {
+        let sh = self.shared.borrow();
+        sh.session.is_none() && sh.error.is_none() && !sh.busy
     }
 
     fn on(ctx: Rc<GpuContext>, data: Rc<Data>, settings: Settings) -> Run {
@@ -98,9 +107,7 @@ impl Run {
             reads: 0,
             repaint: None,
         };
-        let run = Run { ctx, data, shared: Rc::new(RefCell::new(shared)) };
-        run.reset(settings);
-        run
+        Run { ctx, data, shared: Rc::new(RefCell::new(shared)) }
     }
 
     /// Starts over with `settings`: a fresh model, optimizer and history.
