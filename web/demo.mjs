@@ -41,6 +41,9 @@ await browserTest(async ({ page, base, fail }) => {
   if (!(s.base_steps >= 19 && s.base_fp32_bytes > s.stored_bytes)) fail(`the fp32 run did not train beside it: ${JSON.stringify(s)}`);
   if (!(s.story_bands > 0 && s.story_bytes > 0)) fail(`the codec story has no data: ${JSON.stringify(s)}`);
   if (!(s.frontier_points > 0)) fail('the frontier has no points');
+  // The URL hash keeps every setting, the view's (story layer and tile, tab) among them.
+  const hash = await page.evaluate(() => location.hash);
+  if (!/policy=fdsr&budget=4&.*batch=8.*layer=2&tile=0,0,1,1&tab=frontier/.test(hash)) fail(`the hash lacks settings: ${hash}`);
   // The main view fits the 1280×800 viewport: the app measures its three columns.
   if (!s.fits) fail(`the main view does not fit the window: ${JSON.stringify(s)}`);
   // No blank screenshot: a blank canvas compresses to a few kilobytes of PNG.

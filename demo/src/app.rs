@@ -216,7 +216,7 @@ impl App {
     fn right(&mut self, ui: &mut egui::Ui, run: &Run) -> bool {
         let sh = run.shared.borrow();
         ui.strong("the codec story of one tile");
-        let layers = sh.session.as_ref().map_or(1, |s| s.trainer.model.layer_count());
+        let layers = sh.layers.max(1);
         let [image, channel, ty, tx] = self.settings.tile;
         let mut view = story::View { layer: self.settings.layer, pick: crate::story::Pick { image, channel, ty, tx } };
         if let Some(Ok(a)) = &sh.inspect {
@@ -283,7 +283,7 @@ impl App {
         self.fits = bottom <= ui.ctx().content_rect().bottom();
         let steps = run.steps();
         let due = steps > 0 && self.story_read_at.is_none_or(|at| steps >= at + STORY_EVERY);
-        if (read || due) && !run.busy() && !base.busy() {
+        if (read || due) && steps > 0 && !run.busy() && !base.busy() {
             if let Some(t) = run.inspect_task(self.settings.layer) {
                 self.story_read_at = Some(steps);
                 platform::spawn(t);

@@ -42,6 +42,8 @@ pub struct Shared {
     pub created: Instant,
     /// Seconds from the session's creation to the end of its first step.
     pub first_step_s: Option<f64>,
+    /// Top-level layers of the model (kept while a task holds the session).
+    pub layers: usize,
     /// Seconds spent in steps (the step tasks' own time).
     pub step_seconds: f64,
     /// The codec story's last read activation.
@@ -102,6 +104,7 @@ impl Run {
             settings: settings.clone(),
             created: Instant::now(),
             first_step_s: None,
+            layers: 0,
             step_seconds: 0.0,
             inspect: None,
             reads: 0,
@@ -124,6 +127,7 @@ impl Run {
         sh.step_seconds = 0.0;
         match made {
             Ok(s) => {
+                sh.layers = s.trainer.model.layer_count();
                 sh.session = Some(s);
                 sh.error = None;
             }

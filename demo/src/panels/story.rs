@@ -55,7 +55,7 @@ pub fn compute(act: &Activation, view: View, live: &Live<'_>) -> Told {
     let input = Input { data: &act.data, shape, edges: &edges, bits: &bits.bits, masked: mask };
     let (t, whole) = tell(&input, view.pick)?;
     let from = if bits.live {
-        format!("bits {:?} the last step chose for {}", bits.bits, record.name)
+        format!("bits {:?} the last step chose for {} (saved, same shape)", bits.bits, record.name)
     } else {
         format!("bits {:?} the rule gives {} at {budget:.2} bits/value", bits.bits, record.name)
     };
