@@ -45,7 +45,7 @@ export async function browserTest(body) {
   let failed = false;
   const fail = (msg) => { console.error('FAIL: ' + msg); failed = true; };
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on('console', (m) => console.log('[page]', m.text()));
     await body({ page, base, fail });
   } catch (e) {

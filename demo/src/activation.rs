@@ -1,6 +1,6 @@
-//! What the block inspector looks at: one layer's output on the first test images, computed on the
+//! What the codec story looks at: one layer's output on the first test images, computed on the
 //! GPU by the running model in evaluation and read back. The run asks for it between steps; the
-//! inspector panel only draws it.
+//! story panel only draws it.
 
 use fdsr::data::Dataset;
 use fdsr::engine::batch::make_batch;
@@ -9,10 +9,10 @@ use fdsr::engine::Session;
 use fdsr::gpu::Category;
 use fdsr::GpuContext;
 
-/// Images run through the model for the inspector.
+/// Images run through the model for the codec story.
 pub const IMAGES: usize = 4;
 
-/// A layer's output on the inspector's images.
+/// A layer's output on the story's images.
 #[derive(Clone, Debug)]
 pub struct Activation {
     /// Top-level layer whose output this is.

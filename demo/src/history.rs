@@ -71,7 +71,37 @@ pub fn memory_gauge(s: &Snapshot) -> (u64, u64, u64) {
     )
 }
 
+/// Exponential moving average of `points`' values (`alpha`: the weight of each new point),
+/// started at the first value, so a noisy curve reads as a trend.
+pub fn ema(points: &[[f64; 2]], alpha: f64) -> Vec<[f64; 2]> {
+    let mut avg = None;
+    points
+        .iter()
+        .map(|&[x, y]| {
+            let a = avg.map_or(y, |m: f64| m + alpha * (y - m));
+            avg = Some(a);
+            [x, a]
+        })
+        .collect()
+}
+
 /// The fraction of eligible full tiles that were stored as references.
 pub fn hit_rate(r: &TensorRecord) -> Option<f64> {
     (r.reuse_eligible > 0).then(|| r.reuse_hits as f64 / r.reuse_eligible as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ema_starts_at_the_first_value_and_follows_with_its_weight() {
+        assert!(ema(&[], 0.5).is_empty());
+        let e = ema(&[[1.0, 4.0], [2.0, 0.0], [3.0, 2.0]], 0.25);
+        assert_eq!(e, vec![[1.0, 4.0], [2.0, 3.0], [3.0, 2.75]]);
+        // A constant stays constant; alpha 1 is the raw curve.
+        assert!(ema(&[[0.0, 2.0], [1.0, 2.0]], 0.1).iter().all(|p| p[1] == 2.0));
+        let raw = [[0.0, 1.0], [1.0, 5.0]];
+        assert_eq!(ema(&raw, 1.0), raw.to_vec());
+    }
 }

@@ -123,7 +123,7 @@ fn bench(run: &Run, n: u64) -> ExitCode {
 
 fn window(run: Run, settings: Settings, notices: Vec<String>) -> ExitCode {
     let options = eframe::NativeOptions {
-        viewport: egui::ViewportBuilder::default().with_inner_size([1200.0, 900.0]),
+        viewport: egui::ViewportBuilder::default().with_inner_size([1280.0, 800.0]),
         ..Default::default()
     };
     let slot = Rc::new(RefCell::new(Some(Ok(run))));

@@ -20,7 +20,7 @@ use crate::settings::Settings;
 pub struct Data {
     /// Training images.
     pub train: Dataset,
-    /// Test images (the block inspector's inputs).
+    /// Test images (the codec story's inputs).
     pub test: Dataset,
     /// Where they came from, for the header.
     pub source: String,
@@ -42,10 +42,14 @@ pub struct Shared {
     pub created: Instant,
     /// Seconds from the session's creation to the end of its first step.
     pub first_step_s: Option<f64>,
+    /// Top-level layers of the model (kept while a task holds the session).
+    pub layers: usize,
     /// Seconds spent in steps (the step tasks' own time).
     pub step_seconds: f64,
-    /// The block inspector's last read activation.
+    /// The codec story's last read activation.
     pub inspect: Option<Result<Activation, String>>,
+    /// Reads of an activation so far.
+    pub reads: u64,
     /// The UI to repaint when a task ends (set by the app's frames; the next frame follows a
     /// finished step instead of repainting all the time, which on a software GPU would take
     /// the GPU from training).
@@ -74,6 +78,24 @@ pub struct Run {
 impl Run {
     /// A run on `ctx` over `data` with `settings` (an invalid setting is reported in `error`).
     pub fn new(ctx: GpuContext, data: Data, settings: Settings) -> Run {
+        let run = Run::on(Rc::new(ctx), Rc::new(data), settings.clone());
+        run.reset(settings);
+        run
+    }
+
+    /// A second run on this run's device and data (the fp32 run beside it), without a session
+    /// until [`Run::reset`] makes one (so making its trainer need not delay the first step).
+    pub fn sibling(&self, settings: Settings) -> Run {
+        Run::on(self.ctx.clone(), self.data.clone(), settings)
+    }
+
+    /// Made, but not reset yet: no session and no error.
+    pub fn pending(&self) -> bool {
+        let sh = self.shared.borrow();
+        sh.session.is_none() && sh.error.is_none() && !sh.busy
+    }
+
+    fn on(ctx: Rc<GpuContext>, data: Rc<Data>, settings: Settings) -> Run {
         let shared = Shared {
             session: None,
             history: History::default(),
@@ -82,13 +104,13 @@ impl Run {
             settings: settings.clone(),
             created: Instant::now(),
             first_step_s: None,
+            layers: 0,
             step_seconds: 0.0,
             inspect: None,
+            reads: 0,
             repaint: None,
         };
-        let run = Run { ctx: Rc::new(ctx), data: Rc::new(data), shared: Rc::new(RefCell::new(shared)) };
-        run.reset(settings);
-        run
+        Run { ctx, data, shared: Rc::new(RefCell::new(shared)) }
     }
 
     /// Starts over with `settings`: a fresh model, optimizer and history.
@@ -105,6 +127,7 @@ impl Run {
         sh.step_seconds = 0.0;
         match made {
             Ok(s) => {
+                sh.layers = s.trainer.model.layer_count();
                 sh.session = Some(s);
                 sh.error = None;
             }
@@ -113,6 +136,16 @@ impl Run {
                 sh.error = Some(e);
             }
         }
+    }
+
+    /// A step or a read is running.
+    pub fn busy(&self) -> bool {
+        self.shared.borrow().busy
+    }
+
+    /// Steps taken.
+    pub fn steps(&self) -> usize {
+        self.shared.borrow().history.steps.len()
     }
 
     /// `true` when a step may start now (a session, no step running, no error).
@@ -173,7 +206,7 @@ impl Run {
     }
 
     /// Marks the session as busy and returns the task that reads layer `layer`'s output for
-    /// the block inspector, or `None` while a step runs.
+    /// the codec story, or `None` while a step runs.
     pub fn inspect_task(&self, layer: usize) -> Option<impl std::future::Future<Output = ()> + 'static> {
         let mut sh = self.shared.borrow_mut();
         if sh.busy {
@@ -187,6 +220,7 @@ impl Run {
             let out = read_activation(&run.ctx, &mut session, &run.data.test, layer).await.map_err(|e| e.to_string());
             let mut sh = run.shared.borrow_mut();
             sh.inspect = Some(out);
+            sh.reads += 1;
             sh.session = Some(session);
             sh.busy = false;
             sh.request_repaint();

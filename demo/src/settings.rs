@@ -1,5 +1,6 @@
-//! What the user can set for a run (model, policy, budget, learning rate, batch) and its
-//! `key=value&…` text form, used for the URL hash on the web.
+//! What the user can set — for a run (model, policy, budget, learning rate, batch) and for the
+//! view (the story's layer and tile, the open tab) — and its `key=value&…` text form, used for
+//! the URL hash on the web.
 
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
 use fdsr::engine::{ModelName, TrainConfig};
@@ -33,7 +34,38 @@ impl PolicyKind {
     }
 }
 
-/// Settings of one run.
+/// The tabs of the secondary panels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tab {
+    /// The ratio–accuracy frontier.
+    Frontier,
+    /// Band energy per tensor.
+    Energy,
+    /// Tile classes and reuse.
+    Tiles,
+    /// The device pool by category.
+    Pool,
+    /// The DCT basis explorer.
+    Basis,
+}
+
+impl Tab {
+    /// Every tab, in order.
+    pub const ALL: [Tab; 5] = [Tab::Frontier, Tab::Energy, Tab::Tiles, Tab::Pool, Tab::Basis];
+
+    /// Name on the tab and in the hash.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tab::Frontier => "frontier",
+            Tab::Energy => "energy",
+            Tab::Tiles => "tiles",
+            Tab::Pool => "pool",
+            Tab::Basis => "basis",
+        }
+    }
+}
+
+/// Settings of one run and of the view.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     /// `tiny` or `cnn`.
@@ -48,11 +80,29 @@ pub struct Settings {
     pub batch: usize,
     /// Similarity reuse (LSH) in fdsr.
     pub reuse: bool,
+    /// The codec story's layer.
+    pub layer: usize,
+    /// The codec story's image, channel, tile row and tile column.
+    pub tile: [usize; 4],
+    /// The open tab.
+    pub tab: Tab,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { model: ModelName::Tiny, policy: PolicyKind::Fdsr, budget: 4.0, lr: 0.02, batch: 32, reuse: false }
+        Settings {
+            model: ModelName::Tiny,
+            policy: PolicyKind::Fdsr,
+            budget: 4.0,
+            lr: 0.02,
+            batch: 32,
+            reuse: false,
+            // In `tiny`, layer 2 is the first pooling: its output is the very tensor that
+            // `layer2.conv` saves (elsewhere the story follows a saved tensor of the same shape).
+            layer: 2,
+            tile: [0, 0, 1, 1],
+            tab: Tab::Frontier,
+        }
     }
 }
 
@@ -62,6 +112,12 @@ pub const BUDGET_RANGE: std::ops::RangeInclusive<f32> = 1.0..=8.0;
 pub const BATCHES: [usize; 5] = [8, 16, 32, 64, 128];
 
 impl Settings {
+    /// Whether `other` makes the same run (the view aside).
+    pub fn same_run(&self, other: &Settings) -> bool {
+        let view = |s: &Settings| Settings { layer: 0, tile: [0; 4], tab: Tab::Frontier, ..s.clone() };
+        view(self) == view(other)
+    }
+
     /// The codec policy, `None` for fp32.
     pub fn policy(&self) -> Result<Option<Policy>, String> {
         let text = match self.policy {
@@ -102,19 +158,22 @@ impl Settings {
         })
     }
 
-    /// `model=tiny&policy=fdsr&budget=4&lr=0.05&batch=32`.
+    /// `model=tiny&policy=fdsr&budget=4&lr=0.05&batch=32&reuse=0&layer=0&tile=0,0,0,0&tab=frontier`.
     pub fn to_query(&self) -> String {
         let model = match self.model {
             ModelName::Cnn => "cnn",
             _ => "tiny",
         };
         format!(
-            "model={model}&policy={}&budget={}&lr={}&batch={}&reuse={}",
+            "model={model}&policy={}&budget={}&lr={}&batch={}&reuse={}&layer={}&tile={}&tab={}",
             self.policy.as_str(),
             self.budget,
             self.lr,
             self.batch,
-            u8::from(self.reuse)
+            u8::from(self.reuse),
+            self.layer,
+            self.tile.map(|v| v.to_string()).join(","),
+            self.tab.as_str()
         )
     }
 
@@ -142,6 +201,12 @@ impl Settings {
                     _ => None,
                 }
                 .map(|r| s.reuse = r),
+                "layer" => value.parse::<usize>().ok().filter(|l| *l < 64).map(|l| s.layer = l),
+                "tile" => {
+                    let v: Vec<usize> = value.split(',').filter_map(|x| x.parse().ok()).collect();
+                    <[usize; 4]>::try_from(v).ok().map(|t| s.tile = t)
+                }
+                "tab" => Tab::ALL.iter().find(|t| t.as_str() == value).map(|t| s.tab = *t),
                 _ => None,
             };
             if ok.is_none() {
@@ -165,6 +230,9 @@ mod tests {
             lr: 0.1,
             batch: 64,
             reuse: false,
+            layer: 2,
+            tile: [1, 3, 0, 1],
+            tab: Tab::Basis,
         };
         let (back, problems) = Settings::from_query(&format!("#{}", s.to_query()));
         assert_eq!(back, s);
@@ -173,9 +241,16 @@ mod tests {
 
     #[test]
     fn bad_query_falls_back_with_messages() {
-        let (s, problems) = Settings::from_query("model=vgg&budget=99&lr=abc&batch=7&reuse=2&x");
+        let (s, problems) = Settings::from_query("model=vgg&budget=99&lr=abc&batch=7&reuse=2&x&tile=1,2&tab=no");
         assert_eq!(s, Settings::default());
-        assert_eq!(problems.len(), 6, "{problems:?}");
+        assert_eq!(problems.len(), 8, "{problems:?}");
+    }
+
+    #[test]
+    fn the_view_is_not_the_run() {
+        let s = Settings::default();
+        assert!(s.same_run(&Settings { layer: 3, tab: Tab::Pool, ..s.clone() }));
+        assert!(!s.same_run(&Settings { budget: 2.0, ..s.clone() }));
     }
 
     #[test]

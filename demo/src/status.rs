@@ -34,6 +34,20 @@ pub struct Status {
     pub error: String,
     /// Adapter of the training device.
     pub adapter: String,
+    /// Steps of the fp32 run beside it.
+    pub base_steps: u64,
+    /// Its last loss.
+    pub base_loss_last: f64,
+    /// fp32 bytes of its last step's saved activations.
+    pub base_fp32_bytes: u64,
+    /// Bands of the codec story's tensor that cost bytes (0: no story).
+    pub story_bands: usize,
+    /// Stored bytes of the codec story's tensor.
+    pub story_bytes: u64,
+    /// Points of the shipped ratio–accuracy sweep.
+    pub frontier_points: usize,
+    /// The main view's three columns fitted the window in the last frame.
+    pub fits: bool,
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> f64 {
@@ -68,16 +82,18 @@ impl Status {
             stored_bytes: last.map_or(0, |s| s.saved.stored_bytes),
             error: sh.error.clone().unwrap_or_default(),
             adapter: run.ctx.adapter_description(),
+            ..Status::default()
         }
     }
 
     /// One-line JSON.
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"steps\":{},\"loss_first\":{},\"loss_last\":{},\"loss_head\":{},\"loss_tail\":{},\"first_step_s\":{},\"steps_per_s\":{},\"records\":{},\"bit_rows\":{},\"class_rows\":{},\"fp32_bytes\":{},\"stored_bytes\":{},\"error\":{:?},\"adapter\":{:?}}}",
+            "{{\"steps\":{},\"loss_first\":{},\"loss_last\":{},\"loss_head\":{},\"loss_tail\":{},\"first_step_s\":{},\"steps_per_s\":{},\"records\":{},\"bit_rows\":{},\"class_rows\":{},\"fp32_bytes\":{},\"stored_bytes\":{},\"error\":{:?},\"adapter\":{:?},\"base_steps\":{},\"base_loss_last\":{},\"base_fp32_bytes\":{},\"story_bands\":{},\"story_bytes\":{},\"frontier_points\":{},\"fits\":{}}}",
             self.steps, self.loss_first, self.loss_last, self.loss_head, self.loss_tail, self.first_step_s,
             self.steps_per_s, self.records, self.bit_rows, self.class_rows, self.fp32_bytes, self.stored_bytes,
-            self.error, self.adapter
+            self.error, self.adapter, self.base_steps, self.base_loss_last, self.base_fp32_bytes, self.story_bands,
+            self.story_bytes, self.frontier_points, self.fits
         )
     }
 }

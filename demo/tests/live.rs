@@ -1,5 +1,6 @@
-//! The visualizer on the GPU without a window: real training steps through the app's frames,
-//! and the panels' data (curves, bits per band, tile classes) filled from them.
+//! The visualizer on the GPU without a window: real training steps through the app's frames —
+//! the policy run and the fp32 run in turn — and the panels' data (curves, bits per band, tile
+//! classes, the codec story, the frontier) filled from them.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -28,15 +29,24 @@ fn frames_train_and_fill_the_panels() {
     let mut app = App::new(slot, settings, Vec::new());
     let egui_ctx = egui::Context::default();
     let mut shapes = 0;
-    for _ in 0..6 {
+    for _ in 0..12 {
         let mut out = egui_ctx.run_ui(egui::RawInput::default(), |ui| app.frame(ui));
         shapes = out.shapes.len();
         out.textures_delta.clear(); // no renderer here to apply them
     }
+    let base = app.base().expect("the fp32 run");
+    let status = app.status().expect("both runs");
     let sh = run.shared.borrow();
     assert!(sh.error.is_none(), "{:?}", sh.error);
     let h = &sh.history;
-    assert!(h.steps.len() >= 5, "one step per frame: {} steps", h.steps.len());
+    assert!(h.steps.len() >= 5, "one step per frame, in turn: {} steps", h.steps.len());
+    let bh = &base.shared.borrow().history;
+    assert!(bh.steps.len() + 1 >= h.steps.len(), "the fp32 run keeps up: {} steps", bh.steps.len());
+    assert!(bh.last().unwrap().records.iter().all(|r| r.form == "fp32" || r.form == "packed"));
+    // The same seed and batches: the first step's loss is the same in both runs.
+    assert!((bh.steps[0].loss - h.steps[0].loss).abs() < 1e-6, "{} vs {}", bh.steps[0].loss, h.steps[0].loss);
+    assert!(status.story_bands > 0 && status.story_bytes > 0, "{status:?}");
+    assert!(status.frontier_points > 0, "{status:?}");
     assert!(h.loss().iter().all(|p| p[1].is_finite()));
     let last = h.last().unwrap();
     let conv2 = last.records.iter().find(|r| r.name == "layer2.conv.input").expect("records of the step");
@@ -44,7 +54,7 @@ fn frames_train_and_fill_the_panels() {
     assert!(conv2.classes.iter().sum::<u64>() > 0, "{conv2:?}");
     assert!(shapes > 50, "the frame drew only {shapes} shapes");
     drop(sh);
-    // The block inspector reads the first layer's output on the test images.
+    // The codec story reads the first layer's output on the test images.
     pollster::block_on(run.inspect_task(0).expect("no step is running"));
     let sh = run.shared.borrow();
     let a = sh.inspect.as_ref().expect("inspected").as_ref().expect("an activation map");

@@ -1,6 +1,6 @@
 //! DCT basis explorer for teaching: the 64 basis images of the 8×8 DCT in zig-zag bands, and
 //! coefficient sliders whose inverse transform is drawn live. Also draws 8×8 tiles for the
-//! block inspector.
+//! codec story.
 
 use egui::{Color32, Rect, Sense, Vec2};
 use fdsr::reference::dct;

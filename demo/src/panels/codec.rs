@@ -39,15 +39,16 @@ pub fn bits(ui: &mut egui::Ui, h: &History) {
             );
         }
     }
-    let width = (ui.available_width() - 140.0).max(50.0);
-    let cell = Vec2::new((width / snaps.len().max(1) as f32).clamp(1.0, 12.0), 10.0);
+    let width = (ui.available_width() - heat::LABEL_W - 4.0).max(50.0);
+    let cell = Vec2::new((width / snaps.len().max(1) as f32).clamp(1.0, 12.0), 9.0);
     let tip = |r: usize, c: usize| {
         let step = snaps.get(c).map_or(0, |s| s.step);
         let v = cells.get(r).and_then(|row| row.get(c)).copied().flatten();
         format!("{} at step {step}: {} bits", labels[r], v.map_or("-".into(), |v| format!("{}", (v * 8.0).round())))
     };
-    ui.label("bits per band (colour: 0 to 8 bits), steps left to right");
-    heat::show(ui, &labels, &cells, cell, &tip);
+    heat::legend(ui, "bits per value", &["0", "2", "4", "6", "8"].map(String::from));
+    let (first, last) = (snaps[0].step.to_string(), last.step.to_string());
+    heat::show(ui, &labels, &cells, cell, (&first, &last), &tip);
 }
 
 fn forms(h: &History) -> String {
@@ -65,6 +66,7 @@ pub fn energy(ui: &mut egui::Ui, h: &History) {
         ui.label("no band energy: fdsr policies record it");
         return;
     }
+    heat::legend(ui, "share of AC energy", &["0%", "50%", "100%"].map(String::from));
     egui::Grid::new("energy").striped(true).show(ui, |ui| {
         ui.label("tensor");
         for b in &BANDS[1..] {

@@ -1,4 +1,5 @@
-//! A small painter-drawn heatmap (rows × columns of values in 0..=1) and a colour scale.
+//! A small painter-drawn heatmap (rows × columns of values in 0..=1) with a time axis below it,
+//! and its colour legend.
 
 use egui::{Color32, Rect, Sense, Vec2};
 
@@ -11,18 +12,22 @@ pub fn colour(t: f32) -> Color32 {
     Color32::from_rgb(r, g, b)
 }
 
-/// Draws `cells[row][col]` (0..=1, `None` blank) with a label per row; hovering a cell shows
-/// `tip(row, col)`.
+/// Width of the row labels.
+pub const LABEL_W: f32 = 150.0;
+
+/// Draws `cells[row][col]` (0..=1, `None` blank) with a label per row and the steps of the first
+/// and last column (`axis`) below; hovering a cell shows `tip(row, col)`.
 pub fn show(
     ui: &mut egui::Ui,
     labels: &[String],
     cells: &[Vec<Option<f32>>],
     cell: Vec2,
+    axis: (&str, &str),
     tip: &dyn Fn(usize, usize) -> String,
 ) {
     let cols = cells.iter().map(Vec::len).max().unwrap_or(0);
-    let label_w = 130.0;
-    let size = Vec2::new(label_w + cols as f32 * cell.x, cells.len() as f32 * cell.y);
+    let label_w = LABEL_W;
+    let size = Vec2::new(label_w + cols as f32 * cell.x, cells.len() as f32 * cell.y + 12.0);
     let (rect, resp) = ui.allocate_exact_size(size, Sense::hover());
     let painter = ui.painter_at(rect);
     for (r, row) in cells.iter().enumerate() {
@@ -43,10 +48,66 @@ pub fn show(
             }
         }
     }
+    let (first, last) = axis;
+    let font = egui::FontId::proportional(10.0);
+    let y = rect.bottom() - 6.0;
+    let right = rect.left() + label_w + cols as f32 * cell.x;
+    painter.text(
+        egui::pos2(rect.left(), y),
+        egui::Align2::LEFT_CENTER,
+        "steps",
+        font.clone(),
+        ui.visuals().weak_text_color(),
+    );
+    painter.text(
+        egui::pos2(rect.left() + label_w, y),
+        egui::Align2::LEFT_CENTER,
+        first,
+        font.clone(),
+        ui.visuals().text_color(),
+    );
+    painter.text(egui::pos2(right, y), egui::Align2::RIGHT_CENTER, last, font, ui.visuals().text_color());
     if let Some(pos) = resp.hover_pos() {
         let (c, r) = (((pos.x - rect.left() - label_w) / cell.x).floor(), ((pos.y - rect.top()) / cell.y).floor());
         if c >= 0.0 && (r as usize) < cells.len() && (c as usize) < cols {
             resp.on_hover_text(tip(r as usize, c as usize));
         }
     }
+}
+
+/// A colour legend: the scale from 0 to 1 with `ticks` spread evenly under it.
+pub fn legend(ui: &mut egui::Ui, title: &str, ticks: &[String]) {
+    ui.horizontal(|ui| {
+        ui.label(title);
+        let (rect, _) = ui.allocate_exact_size(Vec2::new(160.0, 24.0), Sense::hover());
+        let painter = ui.painter_at(rect);
+        let bar = Rect::from_min_size(rect.min, Vec2::new(rect.width(), 10.0));
+        let n = 32;
+        for i in 0..n {
+            let x0 = bar.left() + bar.width() * i as f32 / n as f32;
+            let r = Rect::from_min_max(
+                egui::pos2(x0, bar.top()),
+                egui::pos2(x0 + bar.width() / n as f32 + 0.5, bar.bottom()),
+            );
+            painter.rect_filled(r, 0.0, colour(i as f32 / (n - 1) as f32));
+        }
+        let k = ticks.len().max(2) - 1;
+        for (i, t) in ticks.iter().enumerate() {
+            let x = bar.left() + bar.width() * i as f32 / k as f32;
+            let align = if i == 0 {
+                egui::Align2::LEFT_TOP
+            } else if i == k {
+                egui::Align2::RIGHT_TOP
+            } else {
+                egui::Align2::CENTER_TOP
+            };
+            painter.text(
+                egui::pos2(x, bar.bottom() + 1.0),
+                align,
+                t,
+                egui::FontId::proportional(10.0),
+                ui.visuals().text_color(),
+            );
+        }
+    });
 }

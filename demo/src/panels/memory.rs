@@ -1,7 +1,9 @@
-//! Memory gauge: what the last step's saved activations take as fp32 and as stored, the
-//! pool's peak for saved activations, and live/peak bytes by category.
+//! Memory bars of the two runs next to each other: what the last step's saved activations take
+//! in the fp32 run and, stored, in the run with the chosen policy, on one scale; the device
+//! pool's live and peak bytes by category below (the two runs share one device).
 
-use fdsr::gpu::CATEGORIES;
+use egui::Color32;
+use fdsr::gpu::{MemoryReport, CATEGORIES};
 
 use crate::history::{memory_gauge, History};
 
@@ -9,22 +11,38 @@ fn mib(b: u64) -> String {
     format!("{:.2} MiB", b as f64 / (1024.0 * 1024.0))
 }
 
-/// Draws the gauge bars and the category table.
-pub fn show(ui: &mut egui::Ui, h: &History) {
-    let Some(last) = h.last() else {
+fn bar(ui: &mut egui::Ui, label: &str, v: u64, top: f32, colour: Color32) {
+    ui.horizontal(|ui| {
+        ui.add_sized([150.0, 16.0], egui::Label::new(label));
+        ui.add(egui::ProgressBar::new(v as f32 / top).desired_width(ui.available_width()).fill(colour).text(mib(v)));
+    });
+}
+
+/// Draws the bars of `runs` (label, history, colour; the policy run first, then the fp32 run):
+/// held bytes of saved activations.
+pub fn bars(ui: &mut egui::Ui, runs: &[(&str, &History, Color32)]) {
+    let held: Vec<(String, u64, Color32)> =
+        runs.iter().filter_map(|(name, h, c)| h.last().map(|s| (name.to_string(), memory_gauge(s).1, *c))).collect();
+    if held.is_empty() {
         ui.label("no steps yet");
         return;
-    };
-    let (fp32, stored, peak) = memory_gauge(last);
-    let top = fp32.max(stored).max(peak).max(1) as f32;
-    for (label, v) in [("fp32", fp32), ("stored", stored), ("pool peak (saved)", peak)] {
-        ui.horizontal(|ui| {
-            ui.add_sized([120.0, 16.0], egui::Label::new(label));
-            ui.add(egui::ProgressBar::new(v as f32 / top).desired_width(220.0).text(mib(v)));
-        });
     }
-    let ratio = last.saved.ratio();
-    ui.label(format!("compression of saved activations: {ratio:.2}x (fp32 / stored, masks included)"));
+    let top = held.iter().map(|v| v.1).max().unwrap_or(1).max(1) as f32;
+    ui.label("saved activations held by the last step");
+    for (name, v, c) in &held {
+        bar(ui, name, *v, top, *c);
+    }
+    if let [(_, policy, _), (_, fp32, _)] = held[..] {
+        let share = 100.0 * policy as f64 / fp32.max(1) as f64;
+        ui.label(format!(
+            "the policy run holds {share:.1}% of the fp32 run's bytes ({:.1}× less)",
+            100.0 / share.max(1e-9)
+        ));
+    }
+}
+
+/// The pool's live and peak bytes by category.
+pub fn pool(ui: &mut egui::Ui, m: &MemoryReport) {
     egui::Grid::new("pool").striped(true).show(ui, |ui| {
         ui.label("category");
         ui.label("live");
@@ -32,13 +50,13 @@ pub fn show(ui: &mut egui::Ui, h: &History) {
         ui.end_row();
         for c in CATEGORIES {
             ui.label(c.name());
-            ui.label(mib(last.memory.live_of(c)));
-            ui.label(mib(last.memory.peak_of(c)));
+            ui.label(mib(m.live_of(c)));
+            ui.label(mib(m.peak_of(c)));
             ui.end_row();
         }
         ui.label("total peak");
         ui.label("");
-        ui.label(mib(last.memory.peak_total));
+        ui.label(mib(m.peak_total));
         ui.end_row();
     });
 }

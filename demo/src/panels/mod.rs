@@ -3,6 +3,7 @@
 pub mod basis;
 pub mod codec;
 pub mod curves;
+pub mod frontier;
 pub mod heat;
-pub mod inspector;
 pub mod memory;
+pub mod story;
