@@ -79,23 +79,7 @@ mod tests {
 
     fn record(name: &str, shape: &[usize], form: &str) -> TensorRecord {
         let numel = shape.iter().product::<usize>() as u64;
-        let mut r = TensorRecord {
-            name: name.into(),
-            layer: 1,
-            shape: shape.to_vec(),
-            fp32_bytes: numel * 4,
-            stored_bytes: numel * 4,
-            reserved_bytes: numel * 4,
-            form: form.into(),
-            bits: Vec::new(),
-            classes: [0; 4],
-            band_energy: Vec::new(),
-            reuse_hits: 0,
-            reuse_eligible: 0,
-            budget: None,
-            own_mask: false,
-            analysis: None,
-        };
+        let mut r = TensorRecord::kept(name, 1, shape, numel * 4, form);
         if form.starts_with("fdsr") {
             let mut s = FdsrStats::new(&[0, 1, 6, 28, 64]);
             s.numel = numel;

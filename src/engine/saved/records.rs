@@ -24,23 +24,7 @@ pub struct PendingRecord {
 impl PendingRecord {
     /// A tensor kept as it is (`fp32` or `packed`).
     pub fn kept(name: &str, layer: usize, shape: &[usize], bytes: u64, form: &str) -> Self {
-        let record = TensorRecord {
-            name: name.to_string(),
-            layer,
-            shape: shape.to_vec(),
-            fp32_bytes: bytes,
-            stored_bytes: bytes,
-            reserved_bytes: bytes,
-            form: form.to_string(),
-            bits: Vec::new(),
-            classes: [0; 4],
-            band_energy: Vec::new(),
-            reuse_hits: 0,
-            reuse_eligible: 0,
-            budget: None,
-            own_mask: false,
-            analysis: None,
-        };
+        let record = TensorRecord::kept(name, layer, shape, bytes, form);
         PendingRecord { record, segments: Vec::new(), grad_aware: false }
     }
 

@@ -98,3 +98,26 @@ pub struct TensorRecord {
     /// The analysis pass's statistics (`fdsr` on 4-D tensors): what the controller allocates from.
     pub analysis: Option<FdsrStats>,
 }
+
+impl TensorRecord {
+    /// A tensor kept as it is (`fp32` or `packed`): `bytes` held, nothing encoded.
+    pub fn kept(name: &str, layer: usize, shape: &[usize], bytes: u64, form: &str) -> Self {
+        TensorRecord {
+            name: name.to_string(),
+            layer,
+            shape: shape.to_vec(),
+            fp32_bytes: bytes,
+            stored_bytes: bytes,
+            reserved_bytes: bytes,
+            form: form.to_string(),
+            bits: Vec::new(),
+            classes: [0; 4],
+            band_energy: Vec::new(),
+            reuse_hits: 0,
+            reuse_eligible: 0,
+            budget: None,
+            own_mask: false,
+            analysis: None,
+        }
+    }
+}
