@@ -246,6 +246,15 @@ fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
     }
 }
 
+// The yardstick of `fdsr bench codec`: reads every tile as analyze_tiles and pack_tiles do and
+// writes one word per tile, the least any pass over the segment's tiles costs on a device.
+@compute @workgroup_size(64)
+fn read_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    let t = group_index(wg, nwg) * WG + lid;
+    if (t < p.tiles) { work[t] = select(0u, 1u, tile_nonzero(load_tile(t))); }
+}
+
 // One invocation per word of the class section (16 tiles) and then of the DC-code section
 // (4 planes, each its largest |DC| coded under the header's e0).
 @compute @workgroup_size(64)

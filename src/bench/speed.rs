@@ -5,6 +5,7 @@
 use super::activations::{conv3x3_relu, smooth_images};
 use crate::codec::api::{compress_buffer, decompress};
 use crate::codec::config::{CodecOptions, Policy};
+use crate::codec::resident::fdsr::{record_tile_read, SegmentGeom};
 use crate::codec::resident::{record_decode, record_encode};
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, storage_init, storage_zeroed, uniform};
@@ -117,6 +118,44 @@ pub async fn measure(
         ratio,
         file_ratio,
     })
+}
+
+/// Median seconds of the copy kernel and of one read of every 8×8 tile of `x` (4-D; the
+/// yardstick of each of the `fdsr` encoder's two passes, which read the tensor the same way),
+/// alternated over `reps` runs after a warm-up.
+pub fn tile_read(ctx: &GpuContext, shape: &[usize], x: &[f32], reps: usize) -> Result<(f64, f64)> {
+    let [n, c, h, w] = shape else {
+        return Err(crate::error::FdsrError::InvalidTensor(format!("tile read of a {}-D tensor", shape.len())));
+    };
+    let g = SegmentGeom::new(0, (n * c) as u64, *h, *w);
+    let input = storage_init(ctx, "bench input", bytemuck::cast_slice(x));
+    let out = storage_zeroed(ctx, "bench copy", (x.len() * 4) as u64);
+    let params = uniform(ctx, "copy", &[x.len() as u32, 0, 0, 0]);
+    let (mut copy, mut tiles) = (Vec::new(), Vec::new());
+    for i in 0..=reps {
+        for tiled in [false, true] {
+            let t = Instant::now();
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            if tiled {
+                record_tile_read(ctx, &mut enc, &input, &g)?;
+            } else {
+                dispatch(
+                    ctx,
+                    &mut enc,
+                    "copy",
+                    "copy_words",
+                    &[&input, &out, &params],
+                    (x.len() as u32).div_ceil(256),
+                )?;
+            }
+            ctx.queue.submit([enc.finish()]);
+            ctx.wait_for_device()?;
+            if i > 0 {
+                if tiled { &mut tiles } else { &mut copy }.push(t.elapsed().as_secs_f64());
+            }
+        }
+    }
+    Ok((median(copy), median(tiles)))
 }
 
 /// GPU time per kernel entry point of one device-resident encode and decode of `x` (empty

@@ -212,6 +212,13 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                     r.decompress_s / c
                 );
             }
+            let (copy, tiles) = speed::tile_read(&ctx, &shape, &x, (*reps).max(1))?;
+            println!(
+                "tile read (every 8x8 tile read once, as each of fdsr's two encode passes reads them): {:.2} ms = {:.2}x copy ({:.2} ms)",
+                tiles * 1e3,
+                tiles / copy,
+                copy * 1e3
+            );
             if *kernels {
                 for p in fdsr::codec::config::split_policies(policies) {
                     let t = pollster::block_on(speed::kernel_times(&ctx, &shape, &x, &p.parse()?))?;

@@ -274,6 +274,31 @@ impl Job<'_> {
     }
 }
 
+/// Records the yardstick of `fdsr bench codec`: one read of every tile of the segment `input`
+/// (its values, f32), as each pass of the encode reads them, one word written per tile.
+pub fn record_tile_read(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    input: &wgpu::Buffer,
+    g: &SegmentGeom,
+) -> Result<()> {
+    let p = EncodeParams {
+        planes: g.planes,
+        h: g.h,
+        w: g.w,
+        tiles_x: g.tiles_x,
+        tiles_per_plane: g.tiles_per_plane,
+        tiles: g.tiles(),
+        ..Default::default()
+    };
+    let p = uniform(ctx, "fdsr tile read", &p);
+    let work = scratch(ctx, u64::from(g.tiles()) * 4);
+    let unused: Vec<PooledBuffer> = (0..4).map(|_| scratch(ctx, 4)).collect();
+    let tables = crate::codec::tables::Tables::buffer(ctx);
+    let binds = [&tables, &p, input, &work, &unused[0], &unused[1], &unused[2], &unused[3]];
+    dispatch(ctx, enc, "fdsr_encode", "read_tiles", &binds, g.groups())
+}
+
 /// Records the decode of a segment's `region` into `out` (the segment's values, f32).
 #[allow(clippy::too_many_arguments)]
 pub fn record_decode(
