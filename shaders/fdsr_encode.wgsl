@@ -109,95 +109,103 @@ fn row_summax(acc0: SumMax, r: Row) -> SumMax {
     return sq_step(acc, r.b.w);
 }
 
-// Running per-band statistics over the AC coefficients in zig-zag order (bands are contiguous
-// and edges increase strictly, so at most one band ends per step).
-struct BandStats { b: u32, end: u32, bmax: f32, energy: f32 }
+// The band edges 2..8 as pipeline constants (64 past the last band), so that the band of each
+// coefficient below folds to a constant and its statistics stay in registers.
+override EDGE2: u32 = 64u;
+override EDGE3: u32 = 64u;
+override EDGE4: u32 = 64u;
+override EDGE5: u32 = 64u;
+override EDGE6: u32 = 64u;
+override EDGE7: u32 = 64u;
+override EDGE8: u32 = 64u;
 
-fn band_flush(st: ptr<function, BandStats>, l: u32) {
-    let b = (*st).b;
-    red[b * WG + l] = f32(edge(b + 1u) - edge(b)) * (*st).bmax * (*st).bmax;
-    red[(8u + b) * WG + l] = (*st).energy;
+// Band of zig-zag index z >= 1 (band 0 is the DC alone).
+fn band_of(z: u32) -> u32 {
+    return 1u + u32(z >= EDGE2) + u32(z >= EDGE3) + u32(z >= EDGE4) + u32(z >= EDGE5) + u32(z >= EDGE6) +
+           u32(z >= EDGE7) + u32(z >= EDGE8);
 }
 
-fn band_step(st: ptr<function, BandStats>, z: u32, c: f32, t: u32) {
-    if (z == (*st).end) {
-        band_flush(st, t);
-        (*st).b += 1u;
-        (*st).end = edge((*st).b + 1u);
-        (*st).bmax = 0.0;
-        (*st).energy = 0.0;
-    }
-    (*st).bmax = max((*st).bmax, abs(c));
-    (*st).energy += c * c;
+// Per-band largest |coefficient| and energy of one tile's AC coefficients.
+struct BandAcc { mx: array<f32, 8>, energy: array<f32, 8> }
+
+fn band_acc(a: ptr<function, BandAcc>, z: u32, c: f32) {
+    let b = band_of(z);
+    (*a).mx[b] = max((*a).mx[b], abs(c));
+    (*a).energy[b] += c * c;
 }
 
-// Per-band statistics of the AC coefficients of c into invocation t's slots of red.
+// Per-band statistics of the AC coefficients of c, in zig-zag order, into invocation t's slots of
+// red: band length x max^2, then the energy.
 fn band_stats(c: Tile, t: u32) {
-    var st = BandStats(1u, edge(2u), 0.0, 0.0);
-    band_step(&st, 1u, c.r0.a.y, t);
-    band_step(&st, 2u, c.r1.a.x, t);
-    band_step(&st, 3u, c.r2.a.x, t);
-    band_step(&st, 4u, c.r1.a.y, t);
-    band_step(&st, 5u, c.r0.a.z, t);
-    band_step(&st, 6u, c.r0.a.w, t);
-    band_step(&st, 7u, c.r1.a.z, t);
-    band_step(&st, 8u, c.r2.a.y, t);
-    band_step(&st, 9u, c.r3.a.x, t);
-    band_step(&st, 10u, c.r4.a.x, t);
-    band_step(&st, 11u, c.r3.a.y, t);
-    band_step(&st, 12u, c.r2.a.z, t);
-    band_step(&st, 13u, c.r1.a.w, t);
-    band_step(&st, 14u, c.r0.b.x, t);
-    band_step(&st, 15u, c.r0.b.y, t);
-    band_step(&st, 16u, c.r1.b.x, t);
-    band_step(&st, 17u, c.r2.a.w, t);
-    band_step(&st, 18u, c.r3.a.z, t);
-    band_step(&st, 19u, c.r4.a.y, t);
-    band_step(&st, 20u, c.r5.a.x, t);
-    band_step(&st, 21u, c.r6.a.x, t);
-    band_step(&st, 22u, c.r5.a.y, t);
-    band_step(&st, 23u, c.r4.a.z, t);
-    band_step(&st, 24u, c.r3.a.w, t);
-    band_step(&st, 25u, c.r2.b.x, t);
-    band_step(&st, 26u, c.r1.b.y, t);
-    band_step(&st, 27u, c.r0.b.z, t);
-    band_step(&st, 28u, c.r0.b.w, t);
-    band_step(&st, 29u, c.r1.b.z, t);
-    band_step(&st, 30u, c.r2.b.y, t);
-    band_step(&st, 31u, c.r3.b.x, t);
-    band_step(&st, 32u, c.r4.a.w, t);
-    band_step(&st, 33u, c.r5.a.z, t);
-    band_step(&st, 34u, c.r6.a.y, t);
-    band_step(&st, 35u, c.r7.a.x, t);
-    band_step(&st, 36u, c.r7.a.y, t);
-    band_step(&st, 37u, c.r6.a.z, t);
-    band_step(&st, 38u, c.r5.a.w, t);
-    band_step(&st, 39u, c.r4.b.x, t);
-    band_step(&st, 40u, c.r3.b.y, t);
-    band_step(&st, 41u, c.r2.b.z, t);
-    band_step(&st, 42u, c.r1.b.w, t);
-    band_step(&st, 43u, c.r2.b.w, t);
-    band_step(&st, 44u, c.r3.b.z, t);
-    band_step(&st, 45u, c.r4.b.y, t);
-    band_step(&st, 46u, c.r5.b.x, t);
-    band_step(&st, 47u, c.r6.a.w, t);
-    band_step(&st, 48u, c.r7.a.z, t);
-    band_step(&st, 49u, c.r7.a.w, t);
-    band_step(&st, 50u, c.r6.b.x, t);
-    band_step(&st, 51u, c.r5.b.y, t);
-    band_step(&st, 52u, c.r4.b.z, t);
-    band_step(&st, 53u, c.r3.b.w, t);
-    band_step(&st, 54u, c.r4.b.w, t);
-    band_step(&st, 55u, c.r5.b.z, t);
-    band_step(&st, 56u, c.r6.b.y, t);
-    band_step(&st, 57u, c.r7.b.x, t);
-    band_step(&st, 58u, c.r7.b.y, t);
-    band_step(&st, 59u, c.r6.b.z, t);
-    band_step(&st, 60u, c.r5.b.w, t);
-    band_step(&st, 61u, c.r6.b.w, t);
-    band_step(&st, 62u, c.r7.b.z, t);
-    band_step(&st, 63u, c.r7.b.w, t);
-    band_flush(&st, t);
+    var a: BandAcc;
+    band_acc(&a, 1u, c.r0.a.y);
+    band_acc(&a, 2u, c.r1.a.x);
+    band_acc(&a, 3u, c.r2.a.x);
+    band_acc(&a, 4u, c.r1.a.y);
+    band_acc(&a, 5u, c.r0.a.z);
+    band_acc(&a, 6u, c.r0.a.w);
+    band_acc(&a, 7u, c.r1.a.z);
+    band_acc(&a, 8u, c.r2.a.y);
+    band_acc(&a, 9u, c.r3.a.x);
+    band_acc(&a, 10u, c.r4.a.x);
+    band_acc(&a, 11u, c.r3.a.y);
+    band_acc(&a, 12u, c.r2.a.z);
+    band_acc(&a, 13u, c.r1.a.w);
+    band_acc(&a, 14u, c.r0.b.x);
+    band_acc(&a, 15u, c.r0.b.y);
+    band_acc(&a, 16u, c.r1.b.x);
+    band_acc(&a, 17u, c.r2.a.w);
+    band_acc(&a, 18u, c.r3.a.z);
+    band_acc(&a, 19u, c.r4.a.y);
+    band_acc(&a, 20u, c.r5.a.x);
+    band_acc(&a, 21u, c.r6.a.x);
+    band_acc(&a, 22u, c.r5.a.y);
+    band_acc(&a, 23u, c.r4.a.z);
+    band_acc(&a, 24u, c.r3.a.w);
+    band_acc(&a, 25u, c.r2.b.x);
+    band_acc(&a, 26u, c.r1.b.y);
+    band_acc(&a, 27u, c.r0.b.z);
+    band_acc(&a, 28u, c.r0.b.w);
+    band_acc(&a, 29u, c.r1.b.z);
+    band_acc(&a, 30u, c.r2.b.y);
+    band_acc(&a, 31u, c.r3.b.x);
+    band_acc(&a, 32u, c.r4.a.w);
+    band_acc(&a, 33u, c.r5.a.z);
+    band_acc(&a, 34u, c.r6.a.y);
+    band_acc(&a, 35u, c.r7.a.x);
+    band_acc(&a, 36u, c.r7.a.y);
+    band_acc(&a, 37u, c.r6.a.z);
+    band_acc(&a, 38u, c.r5.a.w);
+    band_acc(&a, 39u, c.r4.b.x);
+    band_acc(&a, 40u, c.r3.b.y);
+    band_acc(&a, 41u, c.r2.b.z);
+    band_acc(&a, 42u, c.r1.b.w);
+    band_acc(&a, 43u, c.r2.b.w);
+    band_acc(&a, 44u, c.r3.b.z);
+    band_acc(&a, 45u, c.r4.b.y);
+    band_acc(&a, 46u, c.r5.b.x);
+    band_acc(&a, 47u, c.r6.a.w);
+    band_acc(&a, 48u, c.r7.a.z);
+    band_acc(&a, 49u, c.r7.a.w);
+    band_acc(&a, 50u, c.r6.b.x);
+    band_acc(&a, 51u, c.r5.b.y);
+    band_acc(&a, 52u, c.r4.b.z);
+    band_acc(&a, 53u, c.r3.b.w);
+    band_acc(&a, 54u, c.r4.b.w);
+    band_acc(&a, 55u, c.r5.b.z);
+    band_acc(&a, 56u, c.r6.b.y);
+    band_acc(&a, 57u, c.r7.b.x);
+    band_acc(&a, 58u, c.r7.b.y);
+    band_acc(&a, 59u, c.r6.b.z);
+    band_acc(&a, 60u, c.r5.b.w);
+    band_acc(&a, 61u, c.r6.b.w);
+    band_acc(&a, 62u, c.r7.b.z);
+    band_acc(&a, 63u, c.r7.b.w);
+    for (var b = 1u; b < 8u; b++) {
+        let len = select(0.0, f32(edge(b + 1u) - edge(b)), b < p.nbands);
+        red[b * WG + t] = len * a.mx[b] * a.mx[b];
+        red[(8u + b) * WG + t] = a.energy[b];
+    }
 }
 
 // a + b, or max(a, b) for the max statistic.
@@ -314,6 +322,98 @@ fn flush(wr: ptr<function, Writer>) {
     if ((*wr).n > 0u) { atomicOr(&region[p.pay_off + (*wr).word], (*wr).acc); }
 }
 
+// First zig-zag index of band b >= 1 (the pipeline's constants).
+fn band_start(b: u32) -> u32 {
+    return select(select(select(select(select(select(select(EDGE8, EDGE7, b == 7u), EDGE6, b == 6u), EDGE5, b == 5u),
+                                       EDGE4, b == 4u), EDGE3, b == 3u), EDGE2, b == 2u), 1u, b == 1u);
+}
+
+// Per-band largest |AC coefficient| of c (the energies are left unused).
+fn band_max(c: Tile) -> BandAcc {
+    var a: BandAcc;
+    band_acc(&a, 1u, c.r0.a.y);
+    band_acc(&a, 2u, c.r1.a.x);
+    band_acc(&a, 3u, c.r2.a.x);
+    band_acc(&a, 4u, c.r1.a.y);
+    band_acc(&a, 5u, c.r0.a.z);
+    band_acc(&a, 6u, c.r0.a.w);
+    band_acc(&a, 7u, c.r1.a.z);
+    band_acc(&a, 8u, c.r2.a.y);
+    band_acc(&a, 9u, c.r3.a.x);
+    band_acc(&a, 10u, c.r4.a.x);
+    band_acc(&a, 11u, c.r3.a.y);
+    band_acc(&a, 12u, c.r2.a.z);
+    band_acc(&a, 13u, c.r1.a.w);
+    band_acc(&a, 14u, c.r0.b.x);
+    band_acc(&a, 15u, c.r0.b.y);
+    band_acc(&a, 16u, c.r1.b.x);
+    band_acc(&a, 17u, c.r2.a.w);
+    band_acc(&a, 18u, c.r3.a.z);
+    band_acc(&a, 19u, c.r4.a.y);
+    band_acc(&a, 20u, c.r5.a.x);
+    band_acc(&a, 21u, c.r6.a.x);
+    band_acc(&a, 22u, c.r5.a.y);
+    band_acc(&a, 23u, c.r4.a.z);
+    band_acc(&a, 24u, c.r3.a.w);
+    band_acc(&a, 25u, c.r2.b.x);
+    band_acc(&a, 26u, c.r1.b.y);
+    band_acc(&a, 27u, c.r0.b.z);
+    band_acc(&a, 28u, c.r0.b.w);
+    band_acc(&a, 29u, c.r1.b.z);
+    band_acc(&a, 30u, c.r2.b.y);
+    band_acc(&a, 31u, c.r3.b.x);
+    band_acc(&a, 32u, c.r4.a.w);
+    band_acc(&a, 33u, c.r5.a.z);
+    band_acc(&a, 34u, c.r6.a.y);
+    band_acc(&a, 35u, c.r7.a.x);
+    band_acc(&a, 36u, c.r7.a.y);
+    band_acc(&a, 37u, c.r6.a.z);
+    band_acc(&a, 38u, c.r5.a.w);
+    band_acc(&a, 39u, c.r4.b.x);
+    band_acc(&a, 40u, c.r3.b.y);
+    band_acc(&a, 41u, c.r2.b.z);
+    band_acc(&a, 42u, c.r1.b.w);
+    band_acc(&a, 43u, c.r2.b.w);
+    band_acc(&a, 44u, c.r3.b.z);
+    band_acc(&a, 45u, c.r4.b.y);
+    band_acc(&a, 46u, c.r5.b.x);
+    band_acc(&a, 47u, c.r6.a.w);
+    band_acc(&a, 48u, c.r7.a.z);
+    band_acc(&a, 49u, c.r7.a.w);
+    band_acc(&a, 50u, c.r6.b.x);
+    band_acc(&a, 51u, c.r5.b.y);
+    band_acc(&a, 52u, c.r4.b.z);
+    band_acc(&a, 53u, c.r3.b.w);
+    band_acc(&a, 54u, c.r4.b.w);
+    band_acc(&a, 55u, c.r5.b.z);
+    band_acc(&a, 56u, c.r6.b.y);
+    band_acc(&a, 57u, c.r7.b.x);
+    band_acc(&a, 58u, c.r7.b.y);
+    band_acc(&a, 59u, c.r6.b.z);
+    band_acc(&a, 60u, c.r5.b.w);
+    band_acc(&a, 61u, c.r6.b.w);
+    band_acc(&a, 62u, c.r7.b.z);
+    band_acc(&a, 63u, c.r7.b.w);
+    return a;
+}
+
+// The pack of one full tile's AC coefficients: the tile's RNG key, and per band its
+// bits, scale code and inverse scale.
+struct Pack { key: u32, stochastic: bool, bits: array<u32, 8>, code: array<u32, 8>, inv: array<f32, 8> }
+
+// Writes coefficient z (value v) of a full tile, after its band's scale code where z opens the band.
+fn emit(wr: ptr<function, Writer>, s: ptr<function, Pack>, z: u32, v: f32) {
+    let b = band_of(z);
+    let bits = (*s).bits[b];
+    if (bits == 0u) { return; }
+    if (bits == 16u) {
+        put(wr, f16_bits(v), 16u);
+        return;
+    }
+    if (z == band_start(b)) { put(wr, (*s).code[b], 8u); }
+    put(wr, quantize_sym(v, (*s).inv[b], bits, hash32((*s).key ^ z) >> 8u, (*s).stochastic), bits);
+}
+
 @compute @workgroup_size(64)
 fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
@@ -331,10 +431,7 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
         flush(&wr);
         return;
     }
-    // Only full tiles need every coefficient; for DC-only tiles the compiler drops the rest.
     let c = dct_forward(load_tile(t));
-    var coef: array<f32, 64>;
-    if (cls == 2u) { store_coefs(c, &coef); }
     let dc = c.r0.a.x;
     let stochastic = p.stochastic != 0u;
     let gt = p.tile_base + t;
@@ -350,23 +447,77 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
         put(&wr, quantize_sym(dc, inv, bdc, hash32(key ^ (gt * 64u)) >> 8u, stochastic), bdc);
     }
     if (cls == 2u) {
-        for (var b = 1u; b < p.nbands; b++) {
-            let bits = band_bits(b);
-            if (bits == 0u) { continue; }
-            if (bits == 16u) {
-                for (var z = edge(b); z < edge(b + 1u); z++) { put(&wr, f16_bits(coef[zigzag(z)]), 16u); }
-                continue;
-            }
-            var bmax = 0.0;
-            for (var z = edge(b); z < edge(b + 1u); z++) { bmax = max(bmax, abs(coef[zigzag(z)])); }
-            let code = encode_scale(bmax, e0);
-            put(&wr, code, 8u);
-            let inv = select(inv_scale(code, e0), 0.0, code == 0u);
-            for (var z = edge(b); z < edge(b + 1u); z++) {
-                let r = hash32(key ^ (gt * 64u + z)) >> 8u;
-                put(&wr, quantize_sym(coef[zigzag(z)], inv, bits, r, stochastic), bits);
-            }
+        // Every AC coefficient in zig-zag order, each band's scale code before its first.
+        var s = Pack(key ^ (gt * 64u), stochastic, array<u32, 8>(), array<u32, 8>(), array<f32, 8>());
+        let mx = band_max(c);
+        for (var b = 1u; b < 8u; b++) {
+            s.bits[b] = select(0u, band_bits(b), b < p.nbands);
+            s.code[b] = encode_scale(mx.mx[b], e0);
+            s.inv[b] = select(inv_scale(s.code[b], e0), 0.0, s.code[b] == 0u);
         }
+        emit(&wr, &s, 1u, c.r0.a.y);
+        emit(&wr, &s, 2u, c.r1.a.x);
+        emit(&wr, &s, 3u, c.r2.a.x);
+        emit(&wr, &s, 4u, c.r1.a.y);
+        emit(&wr, &s, 5u, c.r0.a.z);
+        emit(&wr, &s, 6u, c.r0.a.w);
+        emit(&wr, &s, 7u, c.r1.a.z);
+        emit(&wr, &s, 8u, c.r2.a.y);
+        emit(&wr, &s, 9u, c.r3.a.x);
+        emit(&wr, &s, 10u, c.r4.a.x);
+        emit(&wr, &s, 11u, c.r3.a.y);
+        emit(&wr, &s, 12u, c.r2.a.z);
+        emit(&wr, &s, 13u, c.r1.a.w);
+        emit(&wr, &s, 14u, c.r0.b.x);
+        emit(&wr, &s, 15u, c.r0.b.y);
+        emit(&wr, &s, 16u, c.r1.b.x);
+        emit(&wr, &s, 17u, c.r2.a.w);
+        emit(&wr, &s, 18u, c.r3.a.z);
+        emit(&wr, &s, 19u, c.r4.a.y);
+        emit(&wr, &s, 20u, c.r5.a.x);
+        emit(&wr, &s, 21u, c.r6.a.x);
+        emit(&wr, &s, 22u, c.r5.a.y);
+        emit(&wr, &s, 23u, c.r4.a.z);
+        emit(&wr, &s, 24u, c.r3.a.w);
+        emit(&wr, &s, 25u, c.r2.b.x);
+        emit(&wr, &s, 26u, c.r1.b.y);
+        emit(&wr, &s, 27u, c.r0.b.z);
+        emit(&wr, &s, 28u, c.r0.b.w);
+        emit(&wr, &s, 29u, c.r1.b.z);
+        emit(&wr, &s, 30u, c.r2.b.y);
+        emit(&wr, &s, 31u, c.r3.b.x);
+        emit(&wr, &s, 32u, c.r4.a.w);
+        emit(&wr, &s, 33u, c.r5.a.z);
+        emit(&wr, &s, 34u, c.r6.a.y);
+        emit(&wr, &s, 35u, c.r7.a.x);
+        emit(&wr, &s, 36u, c.r7.a.y);
+        emit(&wr, &s, 37u, c.r6.a.z);
+        emit(&wr, &s, 38u, c.r5.a.w);
+        emit(&wr, &s, 39u, c.r4.b.x);
+        emit(&wr, &s, 40u, c.r3.b.y);
+        emit(&wr, &s, 41u, c.r2.b.z);
+        emit(&wr, &s, 42u, c.r1.b.w);
+        emit(&wr, &s, 43u, c.r2.b.w);
+        emit(&wr, &s, 44u, c.r3.b.z);
+        emit(&wr, &s, 45u, c.r4.b.y);
+        emit(&wr, &s, 46u, c.r5.b.x);
+        emit(&wr, &s, 47u, c.r6.a.w);
+        emit(&wr, &s, 48u, c.r7.a.z);
+        emit(&wr, &s, 49u, c.r7.a.w);
+        emit(&wr, &s, 50u, c.r6.b.x);
+        emit(&wr, &s, 51u, c.r5.b.y);
+        emit(&wr, &s, 52u, c.r4.b.z);
+        emit(&wr, &s, 53u, c.r3.b.w);
+        emit(&wr, &s, 54u, c.r4.b.w);
+        emit(&wr, &s, 55u, c.r5.b.z);
+        emit(&wr, &s, 56u, c.r6.b.y);
+        emit(&wr, &s, 57u, c.r7.b.x);
+        emit(&wr, &s, 58u, c.r7.b.y);
+        emit(&wr, &s, 59u, c.r6.b.z);
+        emit(&wr, &s, 60u, c.r5.b.w);
+        emit(&wr, &s, 61u, c.r6.b.w);
+        emit(&wr, &s, 62u, c.r7.b.z);
+        emit(&wr, &s, 63u, c.r7.b.w);
     }
     flush(&wr);
 }

@@ -4,6 +4,7 @@ mod common;
 
 use fdsr::bench::activations::{conv3x3_relu, smooth_images, Rng};
 use fdsr::codec::api::{compress, decompress};
+use fdsr::codec::config::{BitChoice, FdsrConfig};
 use fdsr::codec::format::FdsrBody;
 use fdsr::gpu::ContextOptions;
 use fdsr::{reference, Body, CodecOptions, Compressed, Policy, Rounding};
@@ -30,12 +31,11 @@ fn both(
     ctx: &fdsr::GpuContext,
     x: &[f32],
     shape: &[usize],
-    policy: &str,
+    p: &Policy,
     opts: &CodecOptions,
 ) -> (Compressed, Compressed) {
-    let p: Policy = policy.parse().unwrap();
-    let g = pollster::block_on(compress(ctx, x, shape, &p, opts)).unwrap();
-    let r = reference::compress(x, shape, &p, opts).unwrap();
+    let g = pollster::block_on(compress(ctx, x, shape, p, opts)).unwrap();
+    let r = reference::compress(x, shape, p, opts).unwrap();
     (g, r)
 }
 
@@ -47,13 +47,21 @@ fn mismatch_fraction(a: &[u32], b: &[u32]) -> f64 {
 #[test]
 fn gpu_encoding_matches_reference_with_fixed_bits() {
     let Some(ctx) = common::gpu() else { return };
-    let cases: [([usize; 4], &str); 4] = [
-        ([2, 3, 16, 16], "fdsr:bits=8,4,3,2"),
-        ([1, 2, 13, 19], "fdsr:bits=8,5,3,1"),
-        ([3, 4, 32, 32], "fdsr:bits=16,8,4,0"),
-        ([2, 2, 24, 40], "fdsr:bits=6,16,2,2"),
+    // Eight bands of other edges too (the kernels take the edges as pipeline constants).
+    let eight = FdsrConfig {
+        band_edges: vec![0, 1, 3, 6, 10, 15, 21, 36, 64],
+        bits: BitChoice::Fixed(vec![8, 6, 16, 4, 0, 3, 2, 1]),
+        ..Default::default()
+    };
+    let cases: [([usize; 4], Policy); 5] = [
+        ([2, 3, 16, 16], "fdsr:bits=8,4,3,2".parse().unwrap()),
+        ([1, 2, 13, 19], "fdsr:bits=8,5,3,1".parse().unwrap()),
+        ([3, 4, 32, 32], "fdsr:bits=16,8,4,0".parse().unwrap()),
+        ([2, 2, 24, 40], "fdsr:bits=6,16,2,2".parse().unwrap()),
+        ([2, 3, 24, 16], Policy::Fdsr(eight)),
     ];
-    for (i, (shape, policy)) in cases.into_iter().enumerate() {
+    for (i, (shape, policy)) in cases.iter().enumerate() {
+        let (shape, policy) = (*shape, policy);
         for rounding in [Rounding::Stochastic, Rounding::Nearest] {
             let x = noisy_activation(shape, 10 + i as u32);
             let opts = CodecOptions { seed: 7, tensor_id: 3, rounding };
@@ -97,12 +105,22 @@ fn budget_choice_and_ratio_agree_with_reference() {
     let Some(ctx) = common::gpu() else { return };
     let shape = [4, 8, 32, 32];
     let x = relu_activation(shape, 50);
-    for budget in ["fdsr:budget=1", "fdsr:budget=2", "fdsr:budget=3"] {
-        let (g, r) = both(&ctx, &x, &shape, budget, &CodecOptions::default());
+    let eight = |b: f64| {
+        let edges = vec![0, 1, 3, 6, 10, 15, 21, 36, 64];
+        Policy::Fdsr(FdsrConfig { band_edges: edges, bits: BitChoice::Budget(b), ..Default::default() })
+    };
+    let parsed = |s: &str| s.parse::<Policy>().unwrap();
+    let cases = [
+        (1.0, parsed("fdsr:budget=1")),
+        (2.0, parsed("fdsr:budget=2")),
+        (3.0, parsed("fdsr:budget=3")),
+        (2.5, eight(2.5)),
+    ];
+    for (limit, budget) in cases {
+        let (g, r) = both(&ctx, &x, &shape, &budget, &CodecOptions::default());
         assert_eq!(fdsr_body(&g).bits, fdsr_body(&r).bits, "{budget}: chosen bits");
         let rel = (g.ratio() - r.ratio()).abs() / r.ratio();
         assert!(rel < 0.005, "{budget}: GPU ratio {} vs reference {}", g.ratio(), r.ratio());
-        let limit: f64 = budget.trim_start_matches("fdsr:budget=").parse().unwrap();
         let bpv = g.stored_bytes() as f64 * 8.0 / x.len() as f64;
         assert!(bpv <= limit, "{budget}: stored {bpv} bits/value");
     }

@@ -8,7 +8,7 @@ use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
 use crate::codec::reuse_gpu::{self, ReuseInputs, ReuseParams};
 use crate::codec::scan::{record_scan, Keep};
 use crate::error::Result;
-use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::kernel::{dispatch, dispatch_with, grid, uniform};
 use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 use crate::reference::alloc_rule::{self, AllocMode};
 
@@ -64,6 +64,12 @@ fn edges12(edges: &[u8]) -> [u32; 12] {
     let mut e = [0u32; 12];
     edges.iter().enumerate().for_each(|(i, &x)| e[i] = x.into());
     e
+}
+
+/// The band edges 2..=8 as the analysis's pipeline constants (64 past the last band).
+fn edge_constants(edges: &[u8]) -> [(&'static str, f64); 7] {
+    const NAMES: [&str; 7] = ["EDGE2", "EDGE3", "EDGE4", "EDGE5", "EDGE6", "EDGE7", "EDGE8"];
+    std::array::from_fn(|i| (NAMES[i], f64::from(edges.get(i + 2).copied().unwrap_or(64))))
 }
 
 fn scratch(ctx: &GpuContext, bytes: u64) -> PooledBuffer {
@@ -143,7 +149,9 @@ impl Job<'_> {
         enc.clear_buffer(&a.dcmax, 0, None);
         let (p, unused, no_region) = (self.encode_params(), scratch(ctx, 4), scratch(ctx, 4));
         let binds = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, &no_region, &unused];
-        dispatch(ctx, enc, "fdsr_encode", "analyze_tiles", &binds, g.groups())?;
+        let c = edge_constants(&self.cfg.band_edges);
+        let (x, y) = grid(g.groups());
+        dispatch_with(ctx, enc, ("fdsr_encode", "analyze_tiles", &c), &binds, [x, y, 1])?;
         Ok(a)
     }
 
@@ -246,7 +254,14 @@ impl Job<'_> {
         dispatch(ctx, enc, "fdsr_encode", "tile_sizes", &binds, tiles.div_ceil(WG))?;
         let mut keep: Keep = Vec::new();
         record_scan(ctx, enc, &a.work, tiles, &mut keep)?;
-        dispatch(ctx, enc, "fdsr_encode", "pack_tiles", &binds, tiles.div_ceil(WG))?;
+        let (x, y) = grid(tiles.div_ceil(WG));
+        dispatch_with(
+            ctx,
+            enc,
+            ("fdsr_encode", "pack_tiles", &edge_constants(&self.cfg.band_edges)),
+            &binds,
+            [x, y, 1],
+        )?;
         Ok(reuse)
     }
 
