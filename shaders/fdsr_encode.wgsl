@@ -53,17 +53,6 @@ fn load_row(base: u32, y0: u32, x0: u32, i: u32) -> Row {
 
 fn row_nonzero(r: Row) -> bool { return any(r.a != vec4<f32>(0.0)) || any(r.b != vec4<f32>(0.0)); }
 
-fn store_row(coef: ptr<function, array<f32, 64>>, i: u32, r: Row) {
-    (*coef)[i] = r.a.x;
-    (*coef)[i + 1u] = r.a.y;
-    (*coef)[i + 2u] = r.a.z;
-    (*coef)[i + 3u] = r.a.w;
-    (*coef)[i + 4u] = r.b.x;
-    (*coef)[i + 5u] = r.b.y;
-    (*coef)[i + 6u] = r.b.z;
-    (*coef)[i + 7u] = r.b.w;
-}
-
 // Tile t (edge-replicated).
 fn load_tile(t: u32) -> Tile {
     let plane = t / p.tiles_per_plane;
@@ -79,18 +68,6 @@ fn load_tile(t: u32) -> Tile {
 fn tile_nonzero(x: Tile) -> bool {
     return row_nonzero(x.r0) || row_nonzero(x.r1) || row_nonzero(x.r2) || row_nonzero(x.r3) ||
            row_nonzero(x.r4) || row_nonzero(x.r5) || row_nonzero(x.r6) || row_nonzero(x.r7);
-}
-
-// Stores DCT coefficients c in raster order.
-fn store_coefs(c: Tile, coef: ptr<function, array<f32, 64>>) {
-    store_row(coef, 0u, c.r0);
-    store_row(coef, 8u, c.r1);
-    store_row(coef, 16u, c.r2);
-    store_row(coef, 24u, c.r3);
-    store_row(coef, 32u, c.r4);
-    store_row(coef, 40u, c.r5);
-    store_row(coef, 48u, c.r6);
-    store_row(coef, 56u, c.r7);
 }
 
 // Running sum of squares and max of |.| over a row, in order.

@@ -66,7 +66,8 @@ fn edges12(edges: &[u8]) -> [u32; 12] {
     e
 }
 
-/// The band edges 2..=8 as the analysis's pipeline constants (64 past the last band).
+/// The band edges 2..=8 as the pipeline constants of the analysis and pack kernels (64 past the
+/// last band).
 fn edge_constants(edges: &[u8]) -> [(&'static str, f64); 7] {
     const NAMES: [&str; 7] = ["EDGE2", "EDGE3", "EDGE4", "EDGE5", "EDGE6", "EDGE7", "EDGE8"];
     std::array::from_fn(|i| (NAMES[i], f64::from(edges.get(i + 2).copied().unwrap_or(64))))
