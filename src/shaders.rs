@@ -52,6 +52,7 @@ const fn shader(name: &'static str, body: &'static str, prelude: Prelude, layout
 
 const OPS_BN: &str = include_str!("../shaders/ops_bn.wgsl");
 const OPS_LOSS: &str = include_str!("../shaders/ops_loss.wgsl");
+const OPS_COMPARE: &str = include_str!("../shaders/ops_compare.wgsl");
 
 /// Every shader of the crate. A reducing shader is registered twice: `NAME` with workgroup-memory
 /// sums and `NAME_sg` with subgroup sums.
@@ -71,6 +72,8 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("ops_bn_sg", OPS_BN, Prelude::ReduceSubgroup, "urrrrrwww"),
     shader("ops_loss", OPS_LOSS, Prelude::Reduce, "urrwww"),
     shader("ops_loss_sg", OPS_LOSS, Prelude::ReduceSubgroup, "urrwww"),
+    shader("ops_compare", OPS_COMPARE, Prelude::Reduce, "urrw"),
+    shader("ops_compare_sg", OPS_COMPARE, Prelude::ReduceSubgroup, "urrw"),
     shader("ops_optim", include_str!("../shaders/ops_optim.wgsl"), Prelude::None, "uwrww"),
     shader("fakequant", include_str!("../shaders/fakequant.wgsl"), Prelude::Rng, "urwwr"),
     shader("gate_forward", include_str!("../shaders/gate_forward.wgsl"), Prelude::Gate, "urrrwwww"),

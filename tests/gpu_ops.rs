@@ -209,6 +209,38 @@ fn cross_entropy_case(ctx: &GpuContext) {
 }
 
 #[test]
+fn gradient_error_sums_match_the_host() {
+    for ctx in both_reduction_paths() {
+        let mut e = enc(&ctx);
+        let sizes = [1usize, 300, 4096, 4097, 20_000];
+        let total: usize = sizes.iter().map(|&n| ops::compare::partials(n)).sum();
+        let out = Tensor::uninit(&ctx, &[2 * total], Category::Workspace);
+        let (mut first, mut want) = (0, Vec::new());
+        for (k, n) in sizes.into_iter().enumerate() {
+            let exact = rand(n, 90 + k as u64);
+            let noisy: Vec<f32> = exact.iter().zip(rand(n, 95 + k as u64)).map(|(x, r)| x + 0.1 * r).collect();
+            let (et, ct) = (up(&ctx, &exact, &[n]), up(&ctx, &noisy, &[n]));
+            ops::compare::diff_sums(&ctx, &mut e, &et, &ct, &out, first).unwrap();
+            first += ops::compare::partials(n);
+            let diff2: f64 = exact.iter().zip(&noisy).map(|(x, y)| f64::from(y - x).powi(2)).sum();
+            let norm2: f64 = exact.iter().map(|x| f64::from(*x).powi(2)).sum();
+            want.push((ops::compare::partials(n), diff2, norm2));
+        }
+        ctx.queue.submit([e.finish()]);
+        let words = read(&ctx, &out);
+        let mut pairs = words.chunks_exact(2);
+        for (n, diff2, norm2) in want {
+            let got = pairs.by_ref().take(n).fold((0f64, 0f64), |a, w| (a.0 + f64::from(w[0]), a.1 + f64::from(w[1])));
+            assert!((got.0 - diff2).abs() <= 1e-5 * diff2, "diff² {got:?} vs {diff2}");
+            assert!((got.1 - norm2).abs() <= 1e-5 * norm2, "norm² {got:?} vs {norm2}");
+        }
+        let short = up(&ctx, &[1.0; 3], &[3]);
+        let err = ops::compare::diff_sums(&ctx, &mut enc(&ctx), &short, &short, &up(&ctx, &[0.0], &[1]), 0);
+        assert!(err.is_err(), "sums past the end of the output are refused");
+    }
+}
+
+#[test]
 fn optimizers_match_reference_over_three_steps() {
     let Some(ctx) = common::gpu() else { return };
     let n = 1000;

@@ -67,6 +67,30 @@ fn a_steady_compressed_step_reads_nothing_back_and_never_waits() {
 }
 
 #[test]
+fn a_probe_step_reads_back_words_not_gradients_in_waits_that_do_not_grow_with_the_model() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut seen = Vec::new();
+    for (model, batch) in [(ModelName::Tiny, 16), (ModelName::Cnn, 8)] {
+        let mut s = session(&ctx, model, batch, Some("fdsr:budget=4,mask,grad"), Some(1));
+        block_on(s.step(&ctx)).unwrap();
+        let before = ctx.transfer_counts();
+        block_on(s.step(&ctx)).unwrap();
+        let t = ctx.transfer_counts().since(&before);
+        let (mut weights, mut grad_bytes) = (0, 0);
+        s.trainer.model.visit(&mut |p| {
+            if p.name.ends_with(".weight") {
+                (weights, grad_bytes) = (weights + 1, grad_bytes + 4 * p.value.numel() as u64);
+            }
+        });
+        assert!(t.read_back > 0, "{model}: the step probed: {t:?}");
+        assert!(t.read_back * 8 < grad_bytes, "{model}: {t:?} against {grad_bytes} bytes of weight gradients");
+        seen.push((model, weights, t.host_waits));
+    }
+    assert!(seen[0].1 < seen[1].1, "cnn has more weights than tiny: {seen:?}");
+    assert_eq!(seen[0].2, seen[1].2, "host waits of a probe step grow with the weights: {seen:?}");
+}
+
+#[test]
 fn a_budget_bounds_what_every_step_holds() {
     let Some(ctx) = common::gpu() else { return };
     for (model, batch, budget) in [(ModelName::Tiny, 8, 4.0), (ModelName::Tiny, 8, 6.0), (ModelName::Cnn, 4, 2.0)] {

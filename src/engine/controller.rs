@@ -84,16 +84,6 @@ pub struct GradPair {
 }
 
 impl GradPair {
-    /// From the two gradients.
-    pub fn new(name: &str, exact: &[f32], compressed: &[f32]) -> GradPair {
-        let (mut diff2, mut norm2) = (0.0, 0.0);
-        for (e, c) in exact.iter().zip(compressed) {
-            diff2 += f64::from(c - e).powi(2);
-            norm2 += f64::from(*e).powi(2);
-        }
-        GradPair { name: name.to_string(), diff2, norm2 }
-    }
-
     /// `‖g_c − g_e‖ / ‖g_e‖` (0 for a zero gradient).
     pub fn relative(&self) -> f64 {
         if self.norm2 > 0.0 {

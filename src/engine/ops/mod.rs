@@ -1,13 +1,15 @@
 //! The engine's ops besides the matrix products, each with its forward and backward recorded into
 //! a command encoder: ReLU with a 1-bit mask, residual add, max-pool 2×2 with 2-bit indices,
 //! global average pool, batch norm 2-D, softmax cross-entropy, the optimizer steps and the fake
-//! quantization of quantized-compute simulation with the gates of DFQ.
+//! quantization of quantized-compute simulation with the gates of DFQ, and the sums of the
+//! gradient-error probe.
 //!
 //! The state an op saves for its backward is explicit in its return value ([`BitMask`],
 //! [`PoolIndex`], [`BnSaved`], [`LossOut`]): that is where compression plugs in. Every kernel is
 //! deterministic (same inputs, same bits; reductions in a fixed order, no float atomics).
 
 pub mod batchnorm;
+pub mod compare;
 pub mod elementwise;
 pub mod fakequant;
 pub mod gate;

@@ -7,6 +7,7 @@ use crate::codec::config::{BitChoice, Policy};
 use crate::engine::controller::GradPair;
 use crate::engine::layers::Pass;
 use crate::engine::model::Model;
+use crate::engine::ops::compare;
 use crate::engine::precision::QuantPlan;
 use crate::engine::saved::SavedActivations;
 use crate::engine::tensor::Tensor;
@@ -45,30 +46,65 @@ fn restore_state(enc: &mut wgpu::CommandEncoder, kept: &[(Tensor, Tensor)]) {
     }
 }
 
-/// Reads back the gradient of every weight (`*.weight` parameters, not DFQ gates'), in visiting order.
-async fn read_gradients(ctx: &GpuContext, model: &Model) -> Result<Vec<(String, Vec<f32>)>> {
+/// The gradient of every weight (`*.weight` parameters, not DFQ gates'), in visiting order.
+fn weight_gradients(model: &Model) -> Vec<(String, Tensor)> {
     let mut grads = Vec::new();
     model.visit(&mut |p| {
         if let (true, Some(g)) = (p.name.ends_with(".weight") && !p.name.contains(".gate."), &p.grad) {
             grads.push((p.name.clone(), g.clone()));
         }
     });
-    let mut out = Vec::with_capacity(grads.len());
-    for (name, g) in grads {
-        out.push((name, g.to_vec(ctx).await?));
-    }
-    Ok(out)
+    grads
+}
+
+/// Records device copies of the weight gradients (the exact pass's, kept for the comparison).
+fn keep_gradients(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, model: &Model) -> Vec<(String, Tensor)> {
+    let grads = weight_gradients(model);
+    grads
+        .into_iter()
+        .map(|(name, g)| {
+            let kept = Tensor::uninit(ctx, g.shape(), Category::Workspace);
+            enc.copy_buffer_to_buffer(g.buffer(), 0, kept.buffer(), 0, g.numel() as u64 * 4);
+            (name, kept)
+        })
+        .collect()
+}
+
+/// Each weight's gradient error against `exact` (kept by [`keep_gradients`]), summed on the device
+/// and read back as a few words per weight in one wait.
+async fn compare_gradients(ctx: &GpuContext, model: &Model, exact: &[(String, Tensor)]) -> Result<Vec<GradPair>> {
+    let now = weight_gradients(model);
+    let counts: Vec<usize> = exact.iter().map(|(_, e)| compare::partials(e.numel())).collect();
+    let sums = Tensor::uninit(ctx, &[2 * counts.iter().sum::<usize>()], Category::Workspace);
+    record(ctx, "probe compare", |enc| {
+        let mut first = 0;
+        for (((_, e), (_, c)), n) in exact.iter().zip(&now).zip(&counts) {
+            compare::diff_sums(ctx, enc, e, c, &sums, first)?;
+            first += n;
+        }
+        Ok(())
+    })
+    .await?;
+    let words = sums.to_vec(ctx).await?;
+    let mut pairs = words.chunks_exact(2);
+    let out = exact.iter().zip(&counts).map(|((name, _), &n)| {
+        let (diff2, norm2) =
+            pairs.by_ref().take(n).fold((0.0, 0.0), |(d, e), w| (d + f64::from(w[0]), e + f64::from(w[1])));
+        GradPair { name: name.clone(), diff2, norm2 }
+    });
+    Ok(out.collect())
 }
 
 impl Trainer {
     /// The controller's gradient-error probe: the first [`PROBE_SHARE`]th of the batch goes
     /// forward and backward twice, with exact and with compressed saved activations (the same
-    /// tensors compressed as in a whole batch); the two sets of weight gradients and the
-    /// compressed pass's records (scheduled readbacks) go to the controller, whose budgets then
-    /// apply from this step on. Batch-norm running statistics
-    /// and gate counts are put back afterwards, and the step's own backward overwrites every
-    /// gradient, so the probe leaves the training run as it was; holding a sub-batch, it never
-    /// needs more memory than the step itself.
+    /// tensors compressed as in a whole batch); the two sets of weight gradients are compared on
+    /// the device, and the errors (two words per 4,096 values) and the compressed pass's records
+    /// are read back and go to the controller, whose budgets then apply from this step on: three
+    /// host waits, whatever the number of weights. Batch-norm running statistics and gate counts
+    /// are put back afterwards, and the step's own backward overwrites every gradient, so the
+    /// probe leaves the training run as it was; holding a sub-batch, it never needs more memory
+    /// than the step itself.
     pub(super) async fn probe(
         &mut self,
         ctx: &GpuContext,
@@ -80,7 +116,7 @@ impl Trainer {
         let per = images.len() / labels.len().max(1);
         let model = &mut self.model;
         let kept = record(ctx, "probe snapshot", |enc| Ok(snapshot_state(ctx, enc, model))).await?;
-        let (mut grads, mut records) = (Vec::new(), Vec::new());
+        let (mut exact_grads, mut pairs, mut records) = (Vec::new(), Vec::new(), Vec::new());
         for exact in [true, false] {
             let mut store = if exact {
                 SavedActivations::new()
@@ -92,8 +128,10 @@ impl Trainer {
             store.begin_step(self.step_seed());
             let (x, y) = upload_batch(ctx, &images[..n * per], &labels[..n])?;
             self.pass(ctx, x, &y, &mut store, quant, false).await?;
-            grads.push(read_gradients(ctx, &self.model).await?);
-            if !exact {
+            if exact {
+                exact_grads = record(ctx, "probe keep", |enc| Ok(keep_gradients(ctx, enc, &self.model))).await?;
+            } else {
+                pairs = compare_gradients(ctx, &self.model, &exact_grads).await?;
                 records = store.read_records(ctx).await?;
             }
         }
@@ -102,8 +140,6 @@ impl Trainer {
             Ok(())
         })
         .await?;
-        let pairs: Vec<GradPair> =
-            grads[0].iter().zip(&grads[1]).map(|((name, e), (_, c))| GradPair::new(name, e, c)).collect();
         let average = self.plan.as_ref().map_or(0.0, |p| p.1.average);
         if let Some(c) = self.controller.as_mut() {
             c.update(self.step, &pairs, &records, average);
