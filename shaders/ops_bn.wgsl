@@ -22,6 +22,7 @@
 //   bn_apply                    x   -      beta   stats  -      y      mask    -
 //   bn_backward_partial         x   dy     mask   stats  -      part   -       -
 //   bn_backward_dx              x   dy     mask   stats  part   dx     dgamma  dbeta
+//   bn_backward_dx, IN_PLACE    x   -      mask   stats  part   dy→dx  dgamma  dbeta
 // stats = [mean[C], invstd[C], gamma[C]] (gamma as the forward used it: the backward needs only
 // these); part[2 (c chunks + j) ..] = the pair of chunk j of channel c.
 
@@ -58,9 +59,14 @@ fn chunk_range(j: u32) -> vec2<u32> {
     return vec2<u32>(b, min(p.m, b + p.chunk));
 }
 
+// Set for the dx pass that overwrites dy (in dst0) with dx: each value is read before it is
+// written, by the invocation that writes it.
+override IN_PLACE: bool = false;
+
 // The gradient at value i: dy where the ReLU mask (src1) is set, when the ReLU is fused.
 fn grad(i: u32) -> f32 {
-    let g = src0[i];
+    var g: f32;
+    if (IN_PLACE) { g = dst0[i]; } else { g = src0[i]; }
     if (p.relu == 0u) { return g; }
     return select(0.0, g, ((src1[i >> 5u] >> (i & 31u)) & 1u) == 1u);
 }

@@ -139,7 +139,12 @@ fn batchnorm_case(ctx: &GpuContext, s: [usize; 4], seed: u64, relu: bool, what: 
     let (dg, db) = (Tensor::uninit(ctx, &[c], Category::Gradients), Tensor::uninit(ctx, &[c], Category::Gradients));
     let mut e = enc(ctx);
     let (y, saved, mask) = ops::batchnorm_train_forward(ctx, &mut e, &xt, &p, relu).unwrap();
-    let dx = ops::batchnorm_backward(ctx, &mut e, (&dyt, &xt), &saved, mask.as_ref(), (&dg, &db)).unwrap();
+    // dy shared (kept here) gets a new dx; a dy nobody else holds is overwritten with it.
+    let dx = ops::batchnorm_backward(ctx, &mut e, (dyt.clone(), &xt), &saved, mask.as_ref(), (&dg, &db)).unwrap();
+    let own = up(ctx, &dy, &s);
+    let own_id = own.id();
+    let dx_in_place = ops::batchnorm_backward(ctx, &mut e, (own, &xt), &saved, mask.as_ref(), (&dg, &db)).unwrap();
+    assert!(dx.id() != dyt.id() && dx_in_place.id() == own_id, "{what}: in place only when unshared");
     let ye = ops::batchnorm_eval_forward(ctx, &mut e, &xt, &p, relu).unwrap();
     ctx.queue.submit([e.finish()]);
     let (mut ry, rmean, rinv) = rt::batchnorm_train_forward(&x, s, &mut bn);
@@ -173,6 +178,7 @@ fn batchnorm_case(ctx: &GpuContext, s: [usize; 4], seed: u64, relu: bool, what: 
     close(&read(ctx, &ye), &rye, BN_TOL, &format!("{what} eval y"));
     let (rdx, rdg, rdb) = rt::batchnorm_backward(&rdy, &x, s, &rmean, &rinv, &bn.gamma);
     close(&read(ctx, &dx), &rdx, BN_TOL, &format!("{what} dx"));
+    assert_eq!(read_words(ctx, &dx_in_place), read_words(ctx, &dx), "{what}: dx in place, bit for bit");
     close(&read(ctx, &dg), &rdg, BN_TOL, &format!("{what} dgamma"));
     close(&read(ctx, &db), &rdb, BN_TOL, &format!("{what} dbeta"));
 }

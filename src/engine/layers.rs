@@ -312,7 +312,7 @@ impl Layer for BatchNorm2d {
         };
         let x = p.load(self.id, 0)?;
         let grads = (self.gamma.grad()?, self.beta.grad()?);
-        let dx = ops::batchnorm_backward(p.ctx, p.enc, (&dy, &x), &stats, mask.as_ref(), grads)?;
+        let dx = ops::batchnorm_backward(p.ctx, p.enc, (dy, &x), &stats, mask.as_ref(), grads)?;
         Ok(Some(dx))
     }
     fn visit(&self, f: &mut dyn FnMut(&Param)) {

@@ -113,6 +113,12 @@ impl Tensor {
         self.id
     }
 
+    /// `true` when no other tensor (clone or reshape) shares this one's buffer, so a kernel may
+    /// overwrite it in place.
+    pub fn is_unique(&self) -> bool {
+        std::sync::Arc::strong_count(&self.buf) == 1
+    }
+
     /// The device buffer (it may be larger than the tensor).
     pub fn buffer(&self) -> &wgpu::Buffer {
         &self.buf

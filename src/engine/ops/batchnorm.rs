@@ -13,7 +13,8 @@
 use super::{dummy, expect_shape, groups, reducing, BitMask};
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch_grid, uniform, MAX_GROUPS_PER_DIM};
+use crate::gpu::kernel::{dispatch_with, uniform, MAX_GROUPS_PER_DIM};
+use crate::gpu::Constants;
 use crate::gpu::{Category, GpuContext};
 pub use crate::reference::nn_train::{BN_EPS, BN_MOMENTUM};
 
@@ -128,6 +129,19 @@ fn record(
     writes: [Option<&wgpu::Buffer>; 3],
     grid: [u32; 3],
 ) -> Result<()> {
+    record_with(ctx, enc, (entry, &[]), p, reads, writes, grid)
+}
+
+/// [`record`] with the entry's override constants.
+fn record_with(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    (entry, constants): (&'static str, Constants<'_>),
+    p: &BnGpuParams,
+    reads: [Option<&wgpu::Buffer>; 5],
+    writes: [Option<&wgpu::Buffer>; 3],
+    grid: [u32; 3],
+) -> Result<()> {
     let pb = uniform(ctx, entry, p);
     // An unused read slot takes the first bound read (never written by this pass); each unused
     // writable slot its own scratch word (WebGPU forbids aliasing a writable binding).
@@ -142,7 +156,7 @@ fn record(
             None => spare.next().map(Tensor::buffer).unwrap_or(filler),
         });
     }
-    dispatch_grid(ctx, enc, reducing(ctx, SHADER), entry, &bufs, grid)
+    dispatch_with(ctx, enc, (reducing(ctx, SHADER), entry, constants), &bufs, grid)
 }
 
 fn elementwise(p: &BnGpuParams) -> [u32; 3] {
@@ -234,18 +248,19 @@ pub fn batchnorm_eval_forward(
 /// Backward of [`batchnorm_train_forward`] from its input `x`, what it saved and, when the ReLU
 /// was fused, its `mask` (the gradient `g` is `dy` where the mask is set): writes
 /// `dgamma = Σ g·x̂` and `dbeta = Σ g` (`[C]` each, overwritten) and returns
-/// `dx = gamma·invstd·(g − mean(g) − x̂·mean(g·x̂))`.
+/// `dx = gamma·invstd·(g − mean(g) − x̂·mean(g·x̂))`, written over `dy` when no other tensor
+/// shares its buffer.
 pub fn batchnorm_backward(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
-    (dy, x): (&Tensor, &Tensor),
+    (dy, x): (Tensor, &Tensor),
     saved: &BnSaved,
     mask: Option<&BitMask>,
     (dgamma, dbeta): (&Tensor, &Tensor),
 ) -> Result<Tensor> {
     let mut p = geometry(ctx, x, "batch norm backward")?;
     let c = p.c as usize;
-    expect_shape(dy, x.shape(), "batch norm backward dy")?;
+    expect_shape(&dy, x.shape(), "batch norm backward dy")?;
     expect_shape(&saved.stats, &[3, c], "batch norm backward saved statistics")?;
     expect_shape(dgamma, &[c], "batch norm backward dgamma")?;
     expect_shape(dbeta, &[c], "batch norm backward dbeta")?;
@@ -259,7 +274,6 @@ pub fn batchnorm_backward(
         }
         p.relu = 1;
     }
-    let dx = Tensor::uninit(ctx, x.shape(), Category::Workspace);
     let (mk, st) = (mask.map(|m| m.words.buffer()), Some(saved.stats.buffer()));
     let grid = [p.chunks, p.c, 1];
     // With one chunk per channel the dx pass sums its channel itself.
@@ -268,9 +282,14 @@ pub fn batchnorm_backward(
         let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, None];
         record(ctx, enc, "bn_backward_partial", &p, reads, [Some(part.buffer()), None, None], grid)?;
     }
-    let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, part.as_ref().map(Tensor::buffer)];
+    // dy held by nobody else is overwritten with dx: one activation-sized buffer fewer at the
+    // peak of a block's backward (same arithmetic, same bits).
+    let in_place = dy.is_unique();
+    let dx = if in_place { dy.clone() } else { Tensor::uninit(ctx, x.shape(), Category::Workspace) };
+    let reads = [Some(x.buffer()), (!in_place).then(|| dy.buffer()), mk, st, part.as_ref().map(Tensor::buffer)];
     let writes = [Some(dx.buffer()), Some(dgamma.buffer()), Some(dbeta.buffer())];
-    record(ctx, enc, "bn_backward_dx", &p, reads, writes, grid)?;
+    let constants = [("IN_PLACE", if in_place { 1.0 } else { 0.0 })];
+    record_with(ctx, enc, ("bn_backward_dx", &constants), &p, reads, writes, grid)?;
     Ok(dx)
 }
 
