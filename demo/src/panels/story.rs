@@ -66,6 +66,8 @@ pub fn compute(act: &Activation, view: View, live: &Live<'_>) -> Told {
 fn pickers(ui: &mut egui::Ui, view: &mut View, layers: usize, shape: Option<[usize; 4]>) -> bool {
     let mut changed = false;
     ui.horizontal_wrapped(|ui| {
+        // Five pickers on one line of the column.
+        ui.spacing_mut().item_spacing.x = 4.0;
         ui.label("layer");
         changed |= ui.add(egui::DragValue::new(&mut view.layer).range(0..=layers.saturating_sub(1))).changed();
         if let Some([n, c, h, w]) = shape {
@@ -73,8 +75,8 @@ fn pickers(ui: &mut egui::Ui, view: &mut View, layers: usize, shape: Option<[usi
             for (label, v, max) in [
                 ("image", &mut p.image, n),
                 ("channel", &mut p.channel, c),
-                ("tile y", &mut p.ty, h.div_ceil(8)),
-                ("x", &mut p.tx, w.div_ceil(8)),
+                ("tile row", &mut p.ty, h.div_ceil(8)),
+                ("col", &mut p.tx, w.div_ceil(8)),
             ] {
                 ui.label(label);
                 ui.add(egui::DragValue::new(v).range(0..=max.saturating_sub(1)));
