@@ -46,7 +46,8 @@ await browserTest(async ({ page, base, fail }) => {
     `${s.steps_per_s.toFixed(2)} steps/s (step time); ${wall.toFixed(1)} s from page load to step ${s.steps}; ` +
     `saved ${s.fp32_bytes} -> ${s.stored_bytes} bytes; fp32 run: ${s.base_steps} steps, loss ${s.base_loss_last.toFixed(4)}, ` +
     `saved ${s.base_fp32_bytes} bytes; codec story: ${s.story_bands} bands with bytes, ${s.story_bytes} bytes; ` +
-    `frontier: ${s.frontier_points} points, live test accuracy ${s.test_accuracy.toFixed(3)} (${s.test_evals} evaluations); ` +
+    `frontier: ${s.frontier_points} points, live test accuracy ${s.test_accuracy.toFixed(3)} (${s.test_evals} evaluations, the last ` +
+    `${s.test_seconds.toFixed(2)} s); ` +
     `under ${64} MiB: batch ${s.cap_batch} (policy) vs ${s.cap_batch_fp32} (fp32)`);
   if (s.error) fail('the run reported: ' + s.error);
   if (!(s.loss_tail < s.loss_head)) fail(`the loss did not fall (${s.loss_head} -> ${s.loss_tail})`);

@@ -370,7 +370,8 @@ impl App {
             (s.cap_batch, s.cap_batch_fp32) = (p, f);
         }
         if let Some(t) = run.shared.borrow().history.tests.last() {
-            (s.test_evals, s.test_accuracy) = (run.shared.borrow().history.tests.len(), t.accuracy);
+            (s.test_evals, s.test_accuracy, s.test_seconds) =
+                (run.shared.borrow().history.tests.len(), t.accuracy, t.seconds);
         }
         s.frontier_points = self.sweep.as_ref().map_or(0, |s| s.points.len());
         Some(s)

@@ -32,6 +32,8 @@ pub struct TestPoint {
     pub accuracy: f64,
     /// Test images evaluated.
     pub images: u64,
+    /// Seconds the evaluation took (its own time, the frames between its batches included).
+    pub seconds: f64,
 }
 
 /// Every snapshot of a run (the records of old steps are dropped past [`KEEP_RECORDS`]) and

@@ -272,13 +272,20 @@ impl Run {
         drop(sh);
         let run = self.clone();
         Some(async move {
-            let norm = session.norm;
+            let (norm, t0) = (session.norm, Instant::now());
             let out = session.trainer.evaluate(&run.ctx, &run.eval, norm, EVAL_BATCH).await;
+            let seconds = t0.elapsed().as_secs_f64();
             let mut sh = run.shared.borrow_mut();
             match out {
                 Ok(m) => {
                     let step = session.trainer.step;
-                    sh.history.tests.push(TestPoint { step, loss: m.loss, accuracy: m.accuracy, images: m.images });
+                    sh.history.tests.push(TestPoint {
+                        step,
+                        loss: m.loss,
+                        accuracy: m.accuracy,
+                        images: m.images,
+                        seconds,
+                    });
                 }
                 Err(e) => sh.error = Some(format!("evaluation on the held-out images: {e}")),
             }

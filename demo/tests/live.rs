@@ -80,7 +80,7 @@ fn frames_train_and_fill_the_panels() {
     // The accuracy counts whole images right.
     let right = t.accuracy * t.images as f64;
     assert!((0.0..=1.0).contains(&t.accuracy) && (right - right.round()).abs() < 1e-3, "{t:?}");
-    assert!(t.loss.is_finite() && t.loss > 0.0, "{t:?}");
+    assert!(t.loss.is_finite() && t.loss > 0.0 && t.seconds > 0.0, "{t:?}");
 }
 
 #[test]
