@@ -9,12 +9,11 @@ use std::rc::Rc;
 use fdsr::engine::ModelName;
 
 use crate::frontier::{shipped, Sweep};
-use crate::history::ema;
-use crate::panels::curves::{EMA_ALPHA, FP32_COLOUR, POLICY_COLOUR};
+use crate::panels::curves::{FP32_COLOUR, POLICY_COLOUR};
 use crate::panels::{basis, codec, curves, frontier, memory, story};
 use crate::platform;
-use crate::run::Run;
-use crate::settings::{PolicyKind, Settings, Tab, BATCHES, BUDGET_RANGE};
+use crate::run::{due, Run, EVAL_EVERY};
+use crate::settings::{PolicyKind, Preset, Settings, Tab, BATCHES, BUDGET_RANGE};
 use crate::status::Status;
 
 /// The run, once its device and data are ready (or why they are not).
@@ -44,11 +43,17 @@ pub struct App {
     sweep: Result<Sweep, String>,
     /// Steps of the run at the last story read.
     story_read_at: Option<usize>,
+    /// Steps of the run at the last evaluation on the held-out images.
+    eval_at: Option<usize>,
     /// The story told for (steps, reads, view, budget).
     story: Option<(StoryKey, Option<story::Told>)>,
     written: Option<Settings>,
     /// The three columns fitted the window in the last frame.
     fits: bool,
+    /// Where the story's feature map was drawn, and its height and width in values.
+    story_map: Option<(egui::Rect, [usize; 2])>,
+    /// The largest batch of the policy run and of the fp32 run under the cap, as last shown.
+    fits_under_cap: Vec<u64>,
     on_settings: Option<SettingsHook>,
 }
 
@@ -69,9 +74,12 @@ impl App {
             explorer: basis::Explorer::default(),
             sweep: shipped(),
             story_read_at: None,
+            eval_at: None,
             story: None,
             written: None,
             fits: false,
+            fits_under_cap: Vec::new(),
+            story_map: None,
             on_settings: None,
         }
     }
@@ -102,6 +110,22 @@ impl App {
             }
             let reset = ui.button("reset").clicked();
             ui.separator();
+            ui.label("preset");
+            let current = Preset::of(&self.settings);
+            let mut picked = current;
+            egui::ComboBox::from_id_salt("preset")
+                .width(70.0)
+                .selected_text(current.map_or("custom", Preset::as_str))
+                .show_ui(ui, |ui| {
+                    for p in Preset::ALL {
+                        let (m, b) = p.model_batch();
+                        ui.selectable_value(&mut picked, Some(p), format!("{}: {m}, batch {b}", p.as_str()));
+                    }
+                });
+            let preset = picked != current;
+            if let Some(p) = picked.filter(|_| preset) {
+                (self.settings.model, self.settings.batch) = p.model_batch();
+            }
             ui.label("model");
             egui::ComboBox::from_id_salt("model")
                 .width(60.0)
@@ -134,7 +158,7 @@ impl App {
             );
             ui.label("LSH reuse");
             ui.checkbox(&mut self.settings.reuse, "");
-            if reset || self.settings.policy != run.shared.borrow().settings.policy {
+            if reset || preset || self.settings.policy != run.shared.borrow().settings.policy {
                 self.reset(run, base);
             }
         });
@@ -148,6 +172,7 @@ impl App {
         run.reset(self.settings.clone());
         base.reset(fp32(&self.settings));
         self.story_read_at = None;
+        self.eval_at = None;
     }
 
     fn header(&self, ui: &mut egui::Ui, run: &Run, status: &Status) {
@@ -169,7 +194,7 @@ impl App {
         });
     }
 
-    fn left(&self, ui: &mut egui::Ui, run: &Run, base: &Run) {
+    fn left(&mut self, ui: &mut egui::Ui, run: &Run, base: &Run) {
         let (sh, bh) = (run.shared.borrow(), base.shared.borrow());
         let name = sh.settings.policy_label();
         let runs = [(name.as_str(), &sh.history, POLICY_COLOUR), ("fp32 (policy none)", &bh.history, FP32_COLOUR)];
@@ -177,6 +202,9 @@ impl App {
         curves::show(ui, &runs, 235.0);
         ui.separator();
         memory::bars(ui, &runs);
+        let [p, f] = memory::estimates(&sh.history, &bh.history, sh.settings.batch, sh.fixed_bytes);
+        let rows = [(name.as_str(), p, POLICY_COLOUR), ("fp32 (policy none)", f, FP32_COLOUR)];
+        self.fits_under_cap = memory::fit(ui, &mut self.settings.cap_mib, &rows).iter().map(|f| f.batch()).collect();
     }
 
     fn middle(&mut self, ui: &mut egui::Ui, run: &Run) {
@@ -191,9 +219,11 @@ impl App {
         });
         match self.settings.tab {
             Tab::Frontier => {
-                let live = sh.history.last().map(|s| {
-                    let acc = ema(&sh.history.accuracy(), EMA_ALPHA).last().map_or(0.0, |p| p[1]);
-                    [s.saved.ratio(), acc]
+                let live = sh.history.last().zip(sh.history.tests.last()).map(|(s, t)| frontier::Live {
+                    ratio: s.saved.ratio(),
+                    accuracy: t.accuracy,
+                    step: t.step,
+                    images: t.images,
                 });
                 frontier::show(ui, &self.sweep, live, 300.0);
             }
@@ -237,7 +267,9 @@ impl App {
             self.story = Some((key, told));
         }
         let told = self.story.as_ref().and_then(|s| s.1.as_ref());
-        let read = story::show(ui, &mut view, layers, sh.inspect.as_ref(), told);
+        let (read, map) = story::show(ui, &mut view, layers, sh.inspect.as_ref(), told);
+        self.story_map =
+            map.zip(sh.inspect.as_ref().and_then(|a| a.as_ref().ok())).map(|(r, a)| (r, [a.shape[2], a.shape[3]]));
         self.settings.layer = view.layer;
         self.settings.tile = [view.pick.image, view.pick.channel, view.pick.ty, view.pick.tx];
         read
@@ -282,10 +314,17 @@ impl App {
         });
         self.fits = bottom <= ui.ctx().content_rect().bottom();
         let steps = run.steps();
-        let due = steps > 0 && self.story_read_at.is_none_or(|at| steps >= at + STORY_EVERY);
-        if (read || due) && steps > 0 && !run.busy() && !base.busy() {
+        let story_due = due(steps, self.story_read_at, STORY_EVERY);
+        if (read || story_due) && steps > 0 && !run.busy() && !base.busy() {
             if let Some(t) = run.inspect_task(self.settings.layer) {
                 self.story_read_at = Some(steps);
+                platform::spawn(t);
+            }
+        }
+        // The live point of the frontier: test accuracy on held-out images, every few steps.
+        if due(steps, self.eval_at, EVAL_EVERY) && !run.busy() && !base.busy() {
+            if let Some(t) = run.eval_task() {
+                self.eval_at = Some(steps);
                 platform::spawn(t);
             }
         }
@@ -323,6 +362,17 @@ impl App {
             s.story_bytes = t.stored_bytes as u64;
         }
         s.fits = self.fits;
+        if let Some((r, [h, w])) = self.story_map {
+            s.story_map = [r.min.x, r.min.y, r.width(), r.height()];
+            s.story_plane = [h, w];
+        }
+        if let [p, f] = self.fits_under_cap[..] {
+            (s.cap_batch, s.cap_batch_fp32) = (p, f);
+        }
+        if let Some(t) = run.shared.borrow().history.tests.last() {
+            (s.test_evals, s.test_accuracy, s.test_seconds) =
+                (run.shared.borrow().history.tests.len(), t.accuracy, t.seconds);
+        }
         s.frontier_points = self.sweep.as_ref().map_or(0, |s| s.points.len());
         Some(s)
     }

@@ -21,11 +21,29 @@ pub struct Snapshot {
     pub records: Vec<TensorRecord>,
 }
 
-/// Every snapshot of a run (the records of old steps are dropped past [`KEEP_RECORDS`]).
+/// One evaluation of the model on the held-out test images.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TestPoint {
+    /// Training steps taken before it.
+    pub step: u64,
+    /// Mean test loss.
+    pub loss: f64,
+    /// Test accuracy.
+    pub accuracy: f64,
+    /// Test images evaluated.
+    pub images: u64,
+    /// Seconds the evaluation took (its own time, the frames between its batches included).
+    pub seconds: f64,
+}
+
+/// Every snapshot of a run (the records of old steps are dropped past [`KEEP_RECORDS`]) and
+/// its evaluations on held-out test images.
 #[derive(Default)]
 pub struct History {
     /// Snapshots in step order.
     pub steps: Vec<Snapshot>,
+    /// Evaluations in step order.
+    pub tests: Vec<TestPoint>,
 }
 
 /// Steps whose records are kept for the over-time heatmaps.

@@ -8,6 +8,7 @@ pub mod activation;
 pub mod app;
 pub mod budget;
 pub mod data;
+pub mod fit;
 pub mod frontier;
 pub mod history;
 pub mod panels;

@@ -6,14 +6,28 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use fdsr::data::Dataset;
+use fdsr::engine::session::subset;
 use fdsr::engine::Session;
 use fdsr::engine::Trainer;
 use fdsr::GpuContext;
 use web_time::Instant;
 
 use crate::activation::{read_activation, Activation};
-use crate::history::{History, Snapshot};
+use crate::history::{History, Snapshot, TestPoint};
 use crate::settings::Settings;
+
+/// Held-out test images each evaluation of the run uses (the first of the test subset).
+pub const EVAL_IMAGES: usize = 256;
+/// Steps of the run between evaluations on the held-out images.
+pub const EVAL_EVERY: usize = 20;
+/// Images per batch of an evaluation.
+const EVAL_BATCH: usize = 64;
+
+/// Whether a periodic task is due after `steps` steps, last done after `last` (`None`: never),
+/// every `every` steps: after the first step, then every `every` steps.
+pub fn due(steps: usize, last: Option<usize>, every: usize) -> bool {
+    steps > 0 && last.is_none_or(|at| steps >= at + every.max(1))
+}
 
 /// Training and test images of the run.
 #[derive(Clone)]
@@ -44,6 +58,8 @@ pub struct Shared {
     pub first_step_s: Option<f64>,
     /// Top-level layers of the model (kept while a task holds the session).
     pub layers: usize,
+    /// Bytes of the run that do not grow with the batch: weights, gradients, optimizer state.
+    pub fixed_bytes: u64,
     /// Seconds spent in steps (the step tasks' own time).
     pub step_seconds: f64,
     /// The codec story's last read activation.
@@ -73,6 +89,8 @@ pub struct Run {
     pub data: Rc<Data>,
     /// The shared state.
     pub shared: Rc<RefCell<Shared>>,
+    /// The held-out images of the periodic evaluation (the first [`EVAL_IMAGES`] test images).
+    pub eval: Rc<Dataset>,
 }
 
 impl Run {
@@ -86,7 +104,7 @@ impl Run {
     /// A second run on this run's device and data (the fp32 run beside it), without a session
     /// until [`Run::reset`] makes one (so making its trainer need not delay the first step).
     pub fn sibling(&self, settings: Settings) -> Run {
-        Run::on(self.ctx.clone(), self.data.clone(), settings)
+        Run { shared: Run::on(self.ctx.clone(), self.data.clone(), settings).shared, ..self.clone() }
     }
 
     /// Made, but not reset yet: no session and no error.
@@ -105,12 +123,16 @@ impl Run {
             created: Instant::now(),
             first_step_s: None,
             layers: 0,
+            fixed_bytes: 0,
             step_seconds: 0.0,
             inspect: None,
             reads: 0,
             repaint: None,
         };
-        Run { ctx, data, shared: Rc::new(RefCell::new(shared)) }
+        let n = EVAL_IMAGES.min(data.test.len());
+        // The first `n` of the test images always exist: the subset cannot fail.
+        let eval = subset(&data.test, &(0..n).collect::<Vec<_>>()).unwrap_or_else(|_| data.test.clone());
+        Run { ctx, data, shared: Rc::new(RefCell::new(shared)), eval: Rc::new(eval) }
     }
 
     /// Starts over with `settings`: a fresh model, optimizer and history.
@@ -128,6 +150,15 @@ impl Run {
         match made {
             Ok(s) => {
                 sh.layers = s.trainer.model.layer_count();
+                let params = s.trainer.model.parameter_count() as u64;
+                let state: u64 = s
+                    .trainer
+                    .opt
+                    .state
+                    .iter()
+                    .map(|(_, a, b)| (a.numel() + b.as_ref().map_or(0, |b| b.numel())) as u64)
+                    .sum();
+                sh.fixed_bytes = 4 * (2 * params + state);
                 sh.session = Some(s);
                 sh.error = None;
             }
@@ -227,10 +258,65 @@ impl Run {
         })
     }
 
+    /// Marks the session as busy and returns the task that evaluates the model (running
+    /// batch-norm statistics, full-precision compute) on the held-out images and adds a
+    /// [`TestPoint`] to the history, or `None` while a step or read runs. On the web each batch
+    /// is awaited, so the page keeps drawing.
+    pub fn eval_task(&self) -> Option<impl std::future::Future<Output = ()> + 'static> {
+        let mut sh = self.shared.borrow_mut();
+        if sh.busy || sh.error.is_some() {
+            return None;
+        }
+        let mut session = sh.session.take()?;
+        sh.busy = true;
+        drop(sh);
+        let run = self.clone();
+        Some(async move {
+            let (norm, t0) = (session.norm, Instant::now());
+            let out = session.trainer.evaluate(&run.ctx, &run.eval, norm, EVAL_BATCH).await;
+            let seconds = t0.elapsed().as_secs_f64();
+            let mut sh = run.shared.borrow_mut();
+            match out {
+                Ok(m) => {
+                    let step = session.trainer.step;
+                    sh.history.tests.push(TestPoint {
+                        step,
+                        loss: m.loss,
+                        accuracy: m.accuracy,
+                        images: m.images,
+                        seconds,
+                    });
+                }
+                Err(e) => sh.error = Some(format!("evaluation on the held-out images: {e}")),
+            }
+            sh.session = Some(session);
+            sh.busy = false;
+            sh.request_repaint();
+        })
+    }
+
     /// Steps per second over the steps taken (their own time, not the frames between them).
     pub fn steps_per_second(&self) -> Option<f64> {
         let sh = self.shared.borrow();
         let n = sh.history.steps.len();
         (n > 0 && sh.step_seconds > 0.0).then(|| n as f64 / sh.step_seconds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periodic_tasks_fall_due_after_the_first_step_then_every_few_steps() {
+        assert!(!due(0, None, 20), "nothing to evaluate before a step");
+        assert!(due(1, None, 20));
+        assert!(!due(20, Some(1), 20));
+        assert!(due(21, Some(1), 20));
+        assert!(due(40, Some(1), 20));
+        // A reset (fewer steps than at the last time) waits for `None` again, never underflows.
+        assert!(!due(3, Some(21), 20));
+        // `every` 0 is read as 1.
+        assert!(!due(5, Some(5), 0) && due(6, Some(5), 0));
     }
 }

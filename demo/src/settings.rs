@@ -65,6 +65,42 @@ impl Tab {
     }
 }
 
+/// Model and batch together: one quick to start (the default), one whose saved activations
+/// take tens of MiB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// `tiny`, batch 32: the first step is quick in the browser.
+    Quick,
+    /// `cnn`, batch 64: memory bars of tens of MiB (slower steps).
+    Memory,
+}
+
+impl Preset {
+    /// Every preset, in picker order.
+    pub const ALL: [Preset; 2] = [Preset::Quick, Preset::Memory];
+
+    /// Name in the picker and the hash (`preset=memory`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Preset::Quick => "quick",
+            Preset::Memory => "memory",
+        }
+    }
+
+    /// Model and batch of the preset.
+    pub fn model_batch(self) -> (ModelName, usize) {
+        match self {
+            Preset::Quick => (ModelName::Tiny, 32),
+            Preset::Memory => (ModelName::Cnn, 64),
+        }
+    }
+
+    /// The preset whose model and batch `s` has, if any.
+    pub fn of(s: &Settings) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|p| p.model_batch() == (s.model, s.batch))
+    }
+}
+
 /// Settings of one run and of the view.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
@@ -86,6 +122,8 @@ pub struct Settings {
     pub tile: [usize; 4],
     /// The open tab.
     pub tab: Tab,
+    /// The memory cap (MiB) under which the largest batch of each policy is estimated.
+    pub cap_mib: f32,
 }
 
 impl Default for Settings {
@@ -102,6 +140,7 @@ impl Default for Settings {
             layer: 2,
             tile: [0, 0, 1, 1],
             tab: Tab::Frontier,
+            cap_mib: 64.0,
         }
     }
 }
@@ -110,11 +149,13 @@ impl Default for Settings {
 pub const BUDGET_RANGE: std::ops::RangeInclusive<f32> = 1.0..=8.0;
 /// Batch sizes offered.
 pub const BATCHES: [usize; 5] = [8, 16, 32, 64, 128];
+/// Range of the memory cap (MiB).
+pub const CAP_RANGE: std::ops::RangeInclusive<f32> = 1.0..=16384.0;
 
 impl Settings {
     /// Whether `other` makes the same run (the view aside).
     pub fn same_run(&self, other: &Settings) -> bool {
-        let view = |s: &Settings| Settings { layer: 0, tile: [0; 4], tab: Tab::Frontier, ..s.clone() };
+        let view = |s: &Settings| Settings { layer: 0, tile: [0; 4], tab: Tab::Frontier, cap_mib: 0.0, ..s.clone() };
         view(self) == view(other)
     }
 
@@ -158,14 +199,14 @@ impl Settings {
         })
     }
 
-    /// `model=tiny&policy=fdsr&budget=4&lr=0.05&batch=32&reuse=0&layer=0&tile=0,0,0,0&tab=frontier`.
+    /// `model=tiny&policy=fdsr&budget=4&lr=0.05&batch=32&reuse=0&layer=0&tile=0,0,0,0&tab=frontier&cap=64`.
     pub fn to_query(&self) -> String {
         let model = match self.model {
             ModelName::Cnn => "cnn",
             _ => "tiny",
         };
         format!(
-            "model={model}&policy={}&budget={}&lr={}&batch={}&reuse={}&layer={}&tile={}&tab={}",
+            "model={model}&policy={}&budget={}&lr={}&batch={}&reuse={}&layer={}&tile={}&tab={}&cap={}",
             self.policy.as_str(),
             self.budget,
             self.lr,
@@ -173,12 +214,14 @@ impl Settings {
             u8::from(self.reuse),
             self.layer,
             self.tile.map(|v| v.to_string()).join(","),
-            self.tab.as_str()
+            self.tab.as_str(),
+            self.cap_mib
         )
     }
 
-    /// Parses [`Self::to_query`]'s form (a leading `#` is ignored). Unknown keys and bad values
-    /// keep their defaults; each problem is named in the returned messages.
+    /// Parses [`Self::to_query`]'s form (a leading `#` is ignored); `preset=quick|memory` sets
+    /// the model and the batch (a later `model=` or `batch=` overrides it). Unknown keys and bad
+    /// values keep their defaults; each problem is named in the returned messages.
     pub fn from_query(text: &str) -> (Settings, Vec<String>) {
         let mut s = Settings::default();
         let mut problems = Vec::new();
@@ -207,6 +250,10 @@ impl Settings {
                     <[usize; 4]>::try_from(v).ok().map(|t| s.tile = t)
                 }
                 "tab" => Tab::ALL.iter().find(|t| t.as_str() == value).map(|t| s.tab = *t),
+                "cap" => value.parse::<f32>().ok().filter(|c| CAP_RANGE.contains(c)).map(|c| s.cap_mib = c),
+                "preset" => Preset::ALL.iter().find(|p| p.as_str() == value).map(|p| {
+                    (s.model, s.batch) = p.model_batch();
+                }),
                 _ => None,
             };
             if ok.is_none() {
@@ -233,6 +280,7 @@ mod tests {
             layer: 2,
             tile: [1, 3, 0, 1],
             tab: Tab::Basis,
+            cap_mib: 256.0,
         };
         let (back, problems) = Settings::from_query(&format!("#{}", s.to_query()));
         assert_eq!(back, s);
@@ -241,15 +289,29 @@ mod tests {
 
     #[test]
     fn bad_query_falls_back_with_messages() {
-        let (s, problems) = Settings::from_query("model=vgg&budget=99&lr=abc&batch=7&reuse=2&x&tile=1,2&tab=no");
+        let (s, problems) =
+            Settings::from_query("model=vgg&budget=99&lr=abc&batch=7&reuse=2&x&tile=1,2&tab=no&cap=0&preset=huge");
         assert_eq!(s, Settings::default());
-        assert_eq!(problems.len(), 8, "{problems:?}");
+        assert_eq!(problems.len(), 10, "{problems:?}");
+    }
+
+    #[test]
+    fn presets_set_model_and_batch_and_the_hash_keeps_them() {
+        assert_eq!(Preset::of(&Settings::default()), Some(Preset::Quick), "the default is the quick preset");
+        let (s, problems) = Settings::from_query("preset=memory&policy=uniform");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!((s.model, s.batch, s.policy), (ModelName::Cnn, 64, PolicyKind::Uniform));
+        assert_eq!(Preset::of(&s), Some(Preset::Memory));
+        assert_eq!(Settings::from_query(&s.to_query()).0, s);
+        // A later key overrides the preset's.
+        let (s, _) = Settings::from_query("preset=memory&batch=16");
+        assert_eq!((s.model, s.batch, Preset::of(&s)), (ModelName::Cnn, 16, None));
     }
 
     #[test]
     fn the_view_is_not_the_run() {
         let s = Settings::default();
-        assert!(s.same_run(&Settings { layer: 3, tab: Tab::Pool, ..s.clone() }));
+        assert!(s.same_run(&Settings { layer: 3, tab: Tab::Pool, cap_mib: 8.0, ..s.clone() }));
         assert!(!s.same_run(&Settings { budget: 2.0, ..s.clone() }));
     }
 

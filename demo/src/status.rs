@@ -46,6 +46,20 @@ pub struct Status {
     pub story_bytes: u64,
     /// Points of the shipped ratio–accuracy sweep.
     pub frontier_points: usize,
+    /// Evaluations of the policy run on the held-out test images.
+    pub test_evals: usize,
+    /// Its last test accuracy (the frontier's live point).
+    pub test_accuracy: f64,
+    /// Seconds the last evaluation took.
+    pub test_seconds: f64,
+    /// The largest batch of the policy run under the memory cap (0: none shown or none fits).
+    pub cap_batch: u64,
+    /// The same for the fp32 run.
+    pub cap_batch_fp32: u64,
+    /// The codec story's clickable feature map: left, top, width and height in points.
+    pub story_map: [f32; 4],
+    /// Its plane's height and width in values.
+    pub story_plane: [usize; 2],
     /// The main view's three columns fitted the window in the last frame.
     pub fits: bool,
 }
@@ -89,11 +103,11 @@ impl Status {
     /// One-line JSON.
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"steps\":{},\"loss_first\":{},\"loss_last\":{},\"loss_head\":{},\"loss_tail\":{},\"first_step_s\":{},\"steps_per_s\":{},\"records\":{},\"bit_rows\":{},\"class_rows\":{},\"fp32_bytes\":{},\"stored_bytes\":{},\"error\":{:?},\"adapter\":{:?},\"base_steps\":{},\"base_loss_last\":{},\"base_fp32_bytes\":{},\"story_bands\":{},\"story_bytes\":{},\"frontier_points\":{},\"fits\":{}}}",
+            "{{\"steps\":{},\"loss_first\":{},\"loss_last\":{},\"loss_head\":{},\"loss_tail\":{},\"first_step_s\":{},\"steps_per_s\":{},\"records\":{},\"bit_rows\":{},\"class_rows\":{},\"fp32_bytes\":{},\"stored_bytes\":{},\"error\":{:?},\"adapter\":{:?},\"base_steps\":{},\"base_loss_last\":{},\"base_fp32_bytes\":{},\"story_bands\":{},\"story_bytes\":{},\"frontier_points\":{},\"test_evals\":{},\"test_accuracy\":{},\"test_seconds\":{},\"cap_batch\":{},\"cap_batch_fp32\":{},\"story_map\":{:?},\"story_plane\":{:?},\"fits\":{}}}",
             self.steps, self.loss_first, self.loss_last, self.loss_head, self.loss_tail, self.first_step_s,
             self.steps_per_s, self.records, self.bit_rows, self.class_rows, self.fp32_bytes, self.stored_bytes,
             self.error, self.adapter, self.base_steps, self.base_loss_last, self.base_fp32_bytes, self.story_bands,
-            self.story_bytes, self.frontier_points, self.fits
+            self.story_bytes, self.frontier_points, self.test_evals, self.test_accuracy, self.test_seconds, self.cap_batch, self.cap_batch_fp32, self.story_map, self.story_plane, self.fits
         )
     }
 }

@@ -47,6 +47,9 @@ fn frames_train_and_fill_the_panels() {
     assert!((bh.steps[0].loss - h.steps[0].loss).abs() < 1e-6, "{} vs {}", bh.steps[0].loss, h.steps[0].loss);
     assert!(status.story_bands > 0 && status.story_bytes > 0, "{status:?}");
     assert!(status.frontier_points > 0, "{status:?}");
+    // Under the 64 MiB cap, compressed activations fit more images than fp32.
+    assert!(status.cap_batch > status.cap_batch_fp32 && status.cap_batch_fp32 > 0, "{status:?}");
+    assert!(status.story_map[2] > 0.0 && status.story_plane[0] >= 8, "the feature map is drawn: {status:?}");
     assert!(h.loss().iter().all(|p| p[1].is_finite()));
     let last = h.last().unwrap();
     let conv2 = last.records.iter().find(|r| r.name == "layer2.conv.input").expect("records of the step");
@@ -61,6 +64,23 @@ fn frames_train_and_fill_the_panels() {
     assert_eq!((a.layer, a.shape[0]), (0, fdsr_demo::activation::IMAGES));
     assert_eq!(a.data.len(), a.shape.iter().product::<usize>());
     assert!(a.data.iter().all(|v| v.is_finite()) && a.data.iter().any(|&v| v != 0.0));
+    drop(sh);
+    // The frontier's live point: test accuracy on the held-out images, evaluated by the frames
+    // after the first step and again on request.
+    let evals = run.shared.borrow().history.tests.len();
+    assert!(evals >= 1 && status.test_evals == evals, "{status:?}");
+    pollster::block_on(run.eval_task().expect("no step is running"));
+    let sh = run.shared.borrow();
+    assert!(sh.error.is_none(), "{:?}", sh.error);
+    let t = *sh.history.tests.last().expect("an evaluation");
+    assert_eq!(sh.history.tests.len(), evals + 1);
+    assert_eq!(t.step, sh.history.last().unwrap().step, "evaluated after the last step");
+    assert_eq!(t.images, run.eval.len() as u64);
+    assert_eq!(run.eval.len(), 16usize.min(fdsr_demo::run::EVAL_IMAGES), "the held-out images are the test set's");
+    // The accuracy counts whole images right.
+    let right = t.accuracy * t.images as f64;
+    assert!((0.0..=1.0).contains(&t.accuracy) && (right - right.round()).abs() < 1e-3, "{t:?}");
+    assert!(t.loss.is_finite() && t.loss > 0.0 && t.seconds > 0.0, "{t:?}");
 }
 
 #[test]
@@ -68,4 +88,26 @@ fn a_bad_url_hash_falls_back_to_defaults_with_a_message() {
     let (s, notices) = Settings::from_query("model=vgg&batch=zero");
     assert_eq!(s.to_query(), Settings::from_query("").0.to_query());
     assert_eq!(notices.len(), 2, "{notices:?}");
+}
+
+#[test]
+fn the_memory_preset_holds_tens_of_mib() {
+    let Some(ctx) = gpu() else { return };
+    let (settings, notices) = Settings::from_query("preset=memory&policy=fdsr");
+    assert!(notices.is_empty(), "{notices:?}");
+    let run = Run::new(ctx, data::synthetic(64, 8), settings);
+    pollster::block_on(run.step_task().expect("a fresh run may step"));
+    let sh = run.shared.borrow();
+    assert!(sh.error.is_none(), "{:?}", sh.error);
+    let (fp32, held, _) = fdsr_demo::history::memory_gauge(sh.history.last().expect("one step"));
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    eprintln!(
+        "memory preset: saved activations {:.1} MiB fp32, {:.1} MiB held; fixed {:.2} MiB",
+        mib(fp32),
+        mib(held),
+        mib(sh.fixed_bytes)
+    );
+    assert!(mib(fp32) >= 20.0, "fp32 saved activations of {:.1} MiB", mib(fp32));
+    assert!(held * 3 < fp32, "compressed: {:.1} of {:.1} MiB", mib(held), mib(fp32));
+    assert!(sh.fixed_bytes > 0 && sh.fixed_bytes < fp32, "{}", sh.fixed_bytes);
 }

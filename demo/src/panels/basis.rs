@@ -24,7 +24,7 @@ pub const BAND_COLOURS: [Color32; 4] = [
 ];
 
 /// Grey level of `v` on a scale `[-scale, scale]` (`signed`) or `[0, scale]`.
-fn grey(v: f32, scale: f32, signed: bool) -> Color32 {
+pub fn grey(v: f32, scale: f32, signed: bool) -> Color32 {
     let t = if signed { 0.5 + 0.5 * v / scale.max(1e-12) } else { v / scale.max(1e-12) };
     let g = (255.0 * t.clamp(0.0, 1.0)) as u8;
     Color32::from_gray(g)

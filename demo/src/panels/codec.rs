@@ -10,6 +10,9 @@ use crate::history::{hit_rate, History};
 const BANDS: [&str; 4] = ["DC", "low", "mid", "high"];
 const CLASSES: [&str; 4] = ["zero", "DC-only", "full", "reference"];
 
+/// Height of the bit-allocation heatmap's rows together (points).
+const HEAT_H: f32 = 144.0;
+
 /// Bit allocation per (tensor, band) over the steps whose records are kept.
 pub fn bits(ui: &mut egui::Ui, h: &History) {
     let snaps: Vec<_> = h.with_records().collect();
@@ -40,7 +43,18 @@ pub fn bits(ui: &mut egui::Ui, h: &History) {
         }
     }
     let width = (ui.available_width() - heat::LABEL_W - 4.0).max(50.0);
-    let cell = Vec2::new((width / snaps.len().max(1) as f32).clamp(1.0, 12.0), 9.0);
+    // At most HEAT_H points high (16 rows of 9: `tiny`); taller models get thinner rows,
+    // labelled once per tensor.
+    let row_h = (HEAT_H / labels.len().max(1) as f32).clamp(2.0, 9.0);
+    let cell = Vec2::new((width / snaps.len().max(1) as f32).clamp(1.0, 12.0), row_h);
+    let shown: Vec<String> = if row_h < 9.0 {
+        labels
+            .iter()
+            .map(|l| if l.ends_with(" DC") { l.trim_end_matches(" DC").to_string() } else { String::new() })
+            .collect()
+    } else {
+        labels.clone()
+    };
     let tip = |r: usize, c: usize| {
         let step = snaps.get(c).map_or(0, |s| s.step);
         let v = cells.get(r).and_then(|row| row.get(c)).copied().flatten();
@@ -48,7 +62,7 @@ pub fn bits(ui: &mut egui::Ui, h: &History) {
     };
     heat::legend(ui, "bits per value", &["0", "2", "4", "6", "8"].map(String::from));
     let (first, last) = (snaps[0].step.to_string(), last.step.to_string());
-    heat::show(ui, &labels, &cells, cell, (&first, &last), &tip);
+    heat::show(ui, &shown, &cells, cell, (&first, &last), &tip);
 }
 
 fn forms(h: &History) -> String {

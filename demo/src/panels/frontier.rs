@@ -1,6 +1,6 @@
 //! The ratio–accuracy frontier of the shipped sweep (`crate::frontier`): test accuracy against
 //! the compression ratio of saved activations (log scale), a line per policy family, with the live run's
-//! point (its ratio and its smoothed training accuracy) on it.
+//! point (its compression ratio and its accuracy on held-out test images) on it.
 
 use egui::Color32;
 use egui_plot::{Corner, Legend, Line, MarkerShape, Plot, PlotPoints, Points};
@@ -15,8 +15,21 @@ const FAMILY_COLOURS: [Color32; 4] = [
     Color32::from_rgb(240, 200, 80),
 ];
 
-/// Draws `sweep` and the live point `(ratio, accuracy)`, `height` high.
-pub fn show(ui: &mut egui::Ui, sweep: &Result<Sweep, String>, live: Option<[f64; 2]>, height: f32) {
+/// The live run's point: its last step's compression ratio and its last evaluation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Live {
+    /// fp32 bytes of the saved activations over the bytes held for them.
+    pub ratio: f64,
+    /// Test accuracy on the held-out images.
+    pub accuracy: f64,
+    /// Steps taken when it was evaluated.
+    pub step: u64,
+    /// Held-out images evaluated.
+    pub images: u64,
+}
+
+/// Draws `sweep` and the live point, `height` high.
+pub fn show(ui: &mut egui::Ui, sweep: &Result<Sweep, String>, live: Option<Live>, height: f32) {
     let s = match sweep {
         Ok(s) => s,
         Err(e) => {
@@ -42,8 +55,9 @@ pub fn show(ui: &mut egui::Ui, sweep: &Result<Sweep, String>, live: Option<[f64;
                 p.line(Line::new(family.to_string(), PlotPoints::from(xy.clone())).color(c));
                 p.points(Points::new(family.to_string(), PlotPoints::from(xy)).color(c).radius(3.0));
             }
-            if let Some([r, a]) = live {
-                let pt = Points::new("live run (training accuracy)", PlotPoints::from(vec![[r.max(1e-3).log2(), a]]))
+            if let Some(l) = live {
+                let name = format!("live run: test accuracy, {} held-out images, step {}", l.images, l.step);
+                let pt = Points::new(name, PlotPoints::from(vec![[l.ratio.max(1e-3).log2(), l.accuracy]]))
                     .shape(MarkerShape::Diamond)
                     .radius(6.0)
                     .color(POLICY_COLOUR);

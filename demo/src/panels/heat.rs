@@ -30,16 +30,19 @@ pub fn show(
     let size = Vec2::new(label_w + cols as f32 * cell.x, cells.len() as f32 * cell.y + 12.0);
     let (rect, resp) = ui.allocate_exact_size(size, Sense::hover());
     let painter = ui.painter_at(rect);
+    // Rows too thin for a label each are labelled in groups (empty labels between): a label
+    // takes its group's height, top-aligned.
+    let gap = label_gap(labels);
+    let font = egui::FontId::monospace((cell.y * gap as f32).min(11.0));
     for (r, row) in cells.iter().enumerate() {
         let y = rect.top() + r as f32 * cell.y;
-        if let Some(l) = labels.get(r) {
-            painter.text(
-                egui::pos2(rect.left(), y + cell.y / 2.0),
-                egui::Align2::LEFT_CENTER,
-                l,
-                egui::FontId::monospace(cell.y.min(11.0)),
-                ui.visuals().text_color(),
-            );
+        if let Some(l) = labels.get(r).filter(|l| !l.is_empty()) {
+            let (at, align) = if gap > 1 {
+                (egui::pos2(rect.left(), y), egui::Align2::LEFT_TOP)
+            } else {
+                (egui::pos2(rect.left(), y + cell.y / 2.0), egui::Align2::LEFT_CENTER)
+            };
+            painter.text(at, align, l, font.clone(), ui.visuals().text_color());
         }
         for (c, v) in row.iter().enumerate() {
             if let Some(v) = v {
@@ -73,6 +76,13 @@ pub fn show(
             resp.on_hover_text(tip(r as usize, c as usize));
         }
     }
+}
+
+/// The fewest rows from one non-empty label to the next (or to the end), at least 1.
+pub fn label_gap(labels: &[String]) -> usize {
+    let at: Vec<usize> = labels.iter().enumerate().filter(|(_, l)| !l.is_empty()).map(|(i, _)| i).collect();
+    let ends = at.iter().skip(1).copied().chain(std::iter::once(labels.len()));
+    at.iter().zip(ends).map(|(a, b)| b - a).min().unwrap_or(1).max(1)
 }
 
 /// A colour legend: the scale from 0 to 1 with `ticks` spread evenly under it.
@@ -110,4 +120,19 @@ pub fn legend(ui: &mut egui::Ui, title: &str, ticks: &[String]) {
             );
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_labels_take_their_group_height() {
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(label_gap(&l(&["a", "b", "c"])), 1);
+        assert_eq!(label_gap(&l(&["a", "", "", "", "b", "", "", ""])), 4);
+        assert_eq!(label_gap(&l(&["a", "", "b"])), 1, "the last group is one row");
+        assert_eq!(label_gap(&l(&["", ""])), 1);
+        assert_eq!(label_gap(&[]), 1);
+    }
 }

@@ -3,6 +3,7 @@
 pub mod basis;
 pub mod codec;
 pub mod curves;
+pub mod fmap;
 pub mod frontier;
 pub mod heat;
 pub mod memory;

@@ -10,6 +10,7 @@ use egui::Color32;
 use fdsr::engine::saved::TensorRecord;
 
 use super::basis::{tile, BAND_COLOURS};
+use super::fmap;
 use crate::activation::Activation;
 use crate::budget::{bits_at, masked};
 use crate::story::{tell, Input, Pick, TensorStory, TileStory};
@@ -65,6 +66,8 @@ pub fn compute(act: &Activation, view: View, live: &Live<'_>) -> Told {
 fn pickers(ui: &mut egui::Ui, view: &mut View, layers: usize, shape: Option<[usize; 4]>) -> bool {
     let mut changed = false;
     ui.horizontal_wrapped(|ui| {
+        // Five pickers on one line of the column.
+        ui.spacing_mut().item_spacing.x = 4.0;
         ui.label("layer");
         changed |= ui.add(egui::DragValue::new(&mut view.layer).range(0..=layers.saturating_sub(1))).changed();
         if let Some([n, c, h, w]) = shape {
@@ -72,8 +75,8 @@ fn pickers(ui: &mut egui::Ui, view: &mut View, layers: usize, shape: Option<[usi
             for (label, v, max) in [
                 ("image", &mut p.image, n),
                 ("channel", &mut p.channel, c),
-                ("tile y", &mut p.ty, h.div_ceil(8)),
-                ("x", &mut p.tx, w.div_ceil(8)),
+                ("tile row", &mut p.ty, h.div_ceil(8)),
+                ("col", &mut p.tx, w.div_ceil(8)),
             ] {
                 ui.label(label);
                 ui.add(egui::DragValue::new(v).range(0..=max.saturating_sub(1)));
@@ -132,14 +135,14 @@ fn bands(ui: &mut egui::Ui, t: &TileStory, whole: &TensorStory) {
 pub type Told = Result<(String, bool, TileStory, TensorStory), String>;
 
 /// Draws the panel for `act` (the last read) and its story `told`; returns whether a new read
-/// of the layer's output is asked for.
+/// of the layer's output is asked for, and where the clickable feature map was drawn.
 pub fn show(
     ui: &mut egui::Ui,
     view: &mut View,
     layers: usize,
     act: Option<&Result<Activation, String>>,
     told: Option<&Told>,
-) -> bool {
+) -> (bool, Option<egui::Rect>) {
     let current = act.filter(|a| a.as_ref().map_or(true, |a| a.layer == view.layer));
     let shape = current.and_then(|a| a.as_ref().ok()).map(|a| a.shape);
     let changed = pickers(ui, view, layers, shape);
@@ -147,14 +150,25 @@ pub fn show(
         Some(Ok(a)) => a,
         Some(Err(e)) => {
             ui.colored_label(Color32::LIGHT_RED, e);
-            return changed;
+            return (changed, None);
         }
         None => {
             ui.label("reading the layer's output…");
-            return true;
+            return (true, None);
         }
     };
     view.pick = view.pick.clamped(a.shape);
+    let map = ui
+        .horizontal(|ui| {
+            let (rect, _) = fmap::show(ui, a, &mut view.pick, 84.0);
+            let [_, _, h, w] = a.shape;
+            ui.vertical(|ui| {
+                ui.small(format!("feature map: image {}, channel {} ({h}×{w})", view.pick.image, view.pick.channel));
+                ui.small(format!("click a tile to follow it; tile ({}, {}) is outlined", view.pick.ty, view.pick.tx));
+            });
+            rect
+        })
+        .inner;
     match told {
         Some(Ok((from, mask, t, whole))) => {
             let [n, c, h, w] = a.shape;
@@ -180,5 +194,5 @@ pub fn show(
             ui.label("telling the story…");
         }
     }
-    changed
+    (changed, Some(map))
 }
