@@ -155,4 +155,7 @@ fn mask_zeros_restores_exact_zeros_without_the_clamp_bias() {
     let bias = |y: &[f32]| x.iter().zip(y).map(|(a, b)| f64::from(b - a)).sum::<f64>() / positive as f64;
     let (bc, bz) = (bias(&clamped), bias(&zeros));
     assert!(bc > 0.0 && bz.abs() < bc / 2.0, "mean error per kept value: clamped {bc}, zeros {bz}");
+    // `mask=shared` keeps no own mask (this tensor has no ReLU mask): its zeros are not restored.
+    let shared = restore(&ctx, &x, &shape, "fdsr:budget=2.5,mask=shared,grad");
+    assert!(x.iter().zip(&shared).any(|(a, b)| *a == 0.0 && *b != 0.0), "no mask re-applied");
 }

@@ -52,6 +52,10 @@ pub struct FdsrConfig {
     /// the rounding noise, which biases small positive values upward; without it the decode
     /// stays unbiased (stochastic rounding is, and the zeros are exact).
     pub mask_clamp: bool,
+    /// Whether a mask-aware policy also keeps an own zero mask (one bit per value, from the
+    /// tensor's budget) for tensors ≥ 0 that no ReLU mask covers, such as pooled ReLU outputs
+    /// (`,mask` and `,mask=zeros`); `,mask=shared` keeps only the ReLUs' masks, which are free.
+    pub own_masks: bool,
     /// Gradient-aware allocation under a budget (`,grad`): a dropped band weighs
     /// [`super::alloc::GRAD_COHERENT_WEIGHT`] times its energy, since its bias adds up in weight
     /// gradients where rounding noise averages out.
@@ -128,6 +132,7 @@ impl Default for FdsrConfig {
             reuse: None,
             mask_aware: false,
             mask_clamp: true,
+            own_masks: true,
             grad_aware: false,
             grad_weight: super::alloc::COHERENT_WEIGHT,
             auto: false,
@@ -236,8 +241,10 @@ impl fmt::Display for Policy {
                 }
                 if c.mask_aware && c.mask_clamp {
                     write!(f, ",mask")?;
-                } else if c.mask_aware {
+                } else if c.mask_aware && c.own_masks {
                     write!(f, ",mask=zeros")?;
+                } else if c.mask_aware {
+                    write!(f, ",mask=shared")?;
                 }
                 if c.grad_aware && c.grad_weight == super::alloc::COHERENT_WEIGHT {
                     write!(f, ",grad")?;

@@ -28,6 +28,7 @@ fn policies_round_trip_through_strings() {
         "fdsr:ratio=11,mask,grad=2.5,auto",
         "fdsr:ratio=11,mask,edges=0/1/10/64",
         "fdsr:ratio=11,mask=zeros,grad",
+        "fdsr:ratio=11,mask=shared,grad",
         "fdsr:ratio=12.5,mask,grad,auto",
     ] {
         let p: Policy = s.parse().unwrap();
