@@ -45,9 +45,13 @@ fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
     let Some(ctx) = common::gpu() else { return };
     let shape = [4, 8, 32, 32];
     let x = relu_activation(shape, 50);
-    for (policy, budget, grad) in
-        [("fdsr:budget=1", 1.0, false), ("fdsr:budget=2,grad", 2.0, true), ("fdsr:budget=3", 3.0, false)]
+    for (policy, budget) in
+        [("fdsr:budget=1", 1.0), ("fdsr:budget=2,grad", 2.0), ("fdsr:budget=2,grad=4", 2.0), ("fdsr:budget=3", 3.0)]
     {
+        let weight = match policy.parse::<Policy>().unwrap() {
+            Policy::Fdsr(c) => c.coherent_weight(),
+            _ => unreachable!("an fdsr policy"),
+        };
         let (r, y) = round_trip(&ctx, &x, &shape, policy, &CodecOptions::default());
         let s = &r.segments[0];
         let SegmentForm::Fdsr { layout: l, stats, .. } = &s.form else { panic!("not fdsr") };
@@ -64,8 +68,7 @@ fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
         t.stats[16] = st[layout::STAT_ZERO] as f32;
         t.stats[17] = st[layout::STAT_DC] as f32;
         t.stats[18] = st[layout::STAT_FULL] as f32;
-        let lim =
-            Limits { edges: &[0, 1, 6, 28, 64], limit_bits: l.limit_bits() as u32, weight: alloc_rule::weight(grad) };
+        let lim = Limits { edges: &[0, 1, 6, 28, 64], limit_bits: l.limit_bits() as u32, weight };
         let (bits, no_fit) = alloc_rule::choose(&t, &lim);
         let got: Vec<u8> = head[..4].iter().map(|&b| b as u8).collect();
         assert_eq!(got, bits, "{policy}: device bits vs the reference rule");

@@ -1,7 +1,7 @@
 //! What a real GPU pays for in a training step, counted on any adapter: a steady-state
 //! compressed step reads nothing back and never waits for the device, whatever the number of
 //! saved tensors; the budget bounds what a step reserves; the probe leaves the run as it was and
-//! never raises the peak of the pool.
+//! never raises the peak of the pool; the mask-aware decode with and without its clamp at 0.
 
 mod common;
 
@@ -139,4 +139,47 @@ fn the_probe_leaves_the_run_as_it_was_and_under_its_peak() {
     let Some((probed, probed_peak)) = run("uniform:2", Some(2), 4) else { return };
     assert_eq!(plain, probed, "the probe changed the run");
     assert!(probed_peak <= plain_peak, "the probe raised the peak: {probed_peak} > {plain_peak}");
+}
+
+/// Stores a ReLU activation (known ≥ 0) under `policy` and returns what the store gives back.
+fn restore(ctx: &GpuContext, x: &[f32], shape: &[usize], policy: &str) -> Vec<f32> {
+    use fdsr::engine::saved::{Kind, SavedActivations};
+    use fdsr::engine::tensor::{Sign, Tensor};
+    let mut store = SavedActivations::with_policy(Some(policy.parse().unwrap())).unwrap();
+    store.begin_step(7);
+    let t = Tensor::from_slice(ctx, x, shape, fdsr::gpu::Category::Workspace).unwrap().with_sign(Sign::NonNegative);
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    store.save(1, 0, "layer1.conv.input", &t, Kind::Dense);
+    store.flush(ctx, &mut enc).unwrap();
+    let y = store.load(ctx, &mut enc, 1, 0).unwrap();
+    ctx.queue.submit([enc.finish()]);
+    block_on(y.to_vec(ctx)).unwrap()
+}
+
+#[test]
+fn mask_zeros_restores_exact_zeros_without_the_clamp_bias() {
+    let Some(ctx) = common::gpu() else { return };
+    let (n, c, h) = (4, 8, 32);
+    let images = fdsr::bench::activations::smooth_images(n, h, h, 3);
+    let x = fdsr::bench::activations::conv3x3_relu(&images, n, h, h, c, 9);
+    let shape = [n, c, h, h];
+    let clamped = restore(&ctx, &x, &shape, "fdsr:budget=2.5,mask,grad");
+    let zeros = restore(&ctx, &x, &shape, "fdsr:budget=2.5,mask=zeros,grad");
+    let positive = x.iter().filter(|v| **v > 0.0).count();
+    assert!(positive > x.len() / 8 && positive < x.len(), "a ReLU output with zeros: {positive} of {}", x.len());
+    // Both keep the exact zeros; only the clamp keeps every value ≥ 0.
+    for (i, &v) in x.iter().enumerate() {
+        if v == 0.0 {
+            assert_eq!((clamped[i], zeros[i]), (0.0, 0.0), "value {i}");
+        }
+    }
+    assert!(clamped.iter().all(|v| *v >= 0.0));
+    assert!(zeros.iter().any(|v| *v < 0.0), "the rounding noise is kept, negative part included");
+    // The clamp biases the kept values upward; without it the mean error is far smaller.
+    let bias = |y: &[f32]| x.iter().zip(y).map(|(a, b)| f64::from(b - a)).sum::<f64>() / positive as f64;
+    let (bc, bz) = (bias(&clamped), bias(&zeros));
+    assert!(bc > 0.0 && bz.abs() < bc / 2.0, "mean error per kept value: clamped {bc}, zeros {bz}");
+    // `mask=shared` keeps no own mask (this tensor has no ReLU mask): its zeros are not restored.
+    let shared = restore(&ctx, &x, &shape, "fdsr:budget=2.5,mask=shared,grad");
+    assert!(x.iter().zip(&shared).any(|(a, b)| *a == 0.0 && *b != 0.0), "no mask re-applied");
 }

@@ -16,7 +16,7 @@
 //! A mask-aware `fdsr` policy (`,mask`) keeps the exact zero mask of tensors known to be ≥ 0
 //! ([`Sign`]): the ReLU's own mask when the tensor is a ReLU output (counted once, by the ReLU),
 //! else a mask computed here (counted with the tensor, one bit per value of its budget);
-//! restoring re-applies it and clamps at 0. Per-layer budgets
+//! restoring re-applies it and clamps at 0 (`,mask=zeros`: re-applies it only, unbiased). Per-layer budgets
 //! ([`SavedActivations::set_budgets`]) override the policy's budget.
 
 use std::collections::HashMap;
@@ -239,7 +239,12 @@ impl SavedActivations {
                 let mut t = Tensor::uninit(ctx, &s.resident.shape, Category::Workspace);
                 record_decode(ctx, enc, &s.resident, t.buffer())?;
                 if let Some(mask) = &s.mask {
-                    t = ops::mask_clamp(ctx, enc, &t, mask)?;
+                    let clamp = !matches!(&self.policy, Some(Policy::Fdsr(c)) if !c.mask_clamp);
+                    t = if clamp {
+                        ops::mask_clamp(ctx, enc, &t, mask)?
+                    } else {
+                        ops::relu_backward(ctx, enc, &t, mask)?
+                    };
                 }
                 let others: Vec<Key> = self
                     .aliases

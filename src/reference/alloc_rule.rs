@@ -32,15 +32,6 @@ pub fn mode_for(nbands: usize) -> AllocMode {
     }
 }
 
-/// Weight of the coherent errors: [`COHERENT_WEIGHT`] for gradient-aware allocation, else 1.
-pub fn weight(grad_aware: bool) -> f32 {
-    if grad_aware {
-        COHERENT_WEIGHT
-    } else {
-        1.0
-    }
-}
-
 /// `1 / (2^b − 1)²` at index `b ∈ 1..=8` (f32, computed in f64 and rounded once).
 pub fn inv_l2_table() -> [f32; 12] {
     let mut t = [0f32; 12];

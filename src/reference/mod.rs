@@ -108,9 +108,7 @@ pub fn compress_with_stats(
         Policy::Division => Body::Division(division::encode(x, shape, opts)?),
         Policy::Fdsr(cfg) if shape.len() == 4 => {
             let mut a = fdsr::analyze(x, shape, &cfg.band_edges, cfg.dc_threshold)?;
-            if cfg.grad_aware {
-                a.stats.coherent_weight = alloc::GRAD_COHERENT_WEIGHT;
-            }
+            a.stats.coherent_weight = f64::from(cfg.coherent_weight());
             let bits = match &cfg.bits {
                 BitChoice::Fixed(b) => b.clone(),
                 BitChoice::Budget(budget) => alloc::choose_bits(&a.stats, *budget)?,

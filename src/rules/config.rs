@@ -2,7 +2,9 @@
 
 use crate::error::{FdsrError, Result};
 use std::fmt;
-use std::str::FromStr;
+
+mod parse;
+pub use parse::{parse_list, split_policies};
 
 /// Default zig-zag band edges: DC `{0}`, low `[1,6)`, mid `[6,28)`, high `[28,64)`.
 pub const DEFAULT_BAND_EDGES: [u8; 5] = [0, 1, 6, 28, 64];
@@ -45,10 +47,22 @@ pub struct FdsrConfig {
     /// is the same tensor) and re-applied after decoding, with a clamp at 0. Used by the
     /// training engine's saved-activation store; the codec alone ignores it.
     pub mask_aware: bool,
+    /// Whether the mask-aware decode also clamps the kept values at 0 (`,mask`, the default)
+    /// or only restores the exact zeros (`,mask=zeros`): the clamp removes the negative part of
+    /// the rounding noise, which biases small positive values upward; without it the decode
+    /// stays unbiased (stochastic rounding is, and the zeros are exact).
+    pub mask_clamp: bool,
+    /// Whether a mask-aware policy also keeps an own zero mask (one bit per value, from the
+    /// tensor's budget) for tensors ≥ 0 that no ReLU mask covers, such as pooled ReLU outputs
+    /// (`,mask` and `,mask=zeros`); `,mask=shared` keeps only the ReLUs' masks, which are free.
+    pub own_masks: bool,
     /// Gradient-aware allocation under a budget (`,grad`): a dropped band weighs
     /// [`super::alloc::GRAD_COHERENT_WEIGHT`] times its energy, since its bias adds up in weight
     /// gradients where rounding noise averages out.
     pub grad_aware: bool,
+    /// The coherent-error weight of gradient-aware allocation (`,grad=W`; `,grad` alone:
+    /// [`super::alloc::COHERENT_WEIGHT`]). Ignored without [`Self::grad_aware`].
+    pub grad_weight: f32,
     /// Accuracy-following budget (`,auto`): in training the budget controller may raise the
     /// total above the budget when the probe's gradient error is high (and lower it when low).
     /// Off by default: the budget is then a bound on every step's stored bytes.
@@ -117,7 +131,10 @@ impl Default for FdsrConfig {
             dc_threshold: DEFAULT_DC_THRESHOLD,
             reuse: None,
             mask_aware: false,
+            mask_clamp: true,
+            own_masks: true,
             grad_aware: false,
+            grad_weight: super::alloc::COHERENT_WEIGHT,
             auto: false,
             ratio: None,
         }
@@ -125,8 +142,24 @@ impl Default for FdsrConfig {
 }
 
 impl FdsrConfig {
+    /// Weight of the coherent errors (DC, dropped bands) in the allocation's estimate:
+    /// [`Self::grad_weight`] for gradient-aware allocation, else 1 (reconstruction error).
+    pub fn coherent_weight(&self) -> f32 {
+        if self.grad_aware {
+            self.grad_weight
+        } else {
+            1.0
+        }
+    }
+
     /// Checks band edges, bit-widths and budget.
     pub fn validate(&self) -> Result<()> {
+        if !(self.grad_weight.is_finite() && (1.0..=1024.0).contains(&self.grad_weight)) {
+            return Err(FdsrError::InvalidConfig(format!(
+                "grad={}: the coherent-error weight must be in [1, 1024]",
+                self.grad_weight
+            )));
+        }
         let e = &self.band_edges;
         if e.len() < 3 || e.len() > 9 || e[0] != 0 || e[1] != 1 || *e.last().unwrap_or(&0) != 64 {
             return Err(FdsrError::InvalidConfig(format!(
@@ -191,117 +224,6 @@ impl Policy {
     }
 }
 
-impl FromStr for Policy {
-    type Err = FdsrError;
-    /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B`, `fdsr:ratio=R` (the
-    /// budget `32 / R`) or `fdsr:bits=8,4,3,2`; the `fdsr` forms take trailing flags `,mask`
-    /// (mask-aware), `,grad` (gradient-aware allocation), `,auto` (accuracy-following budget) and
-    /// `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:mask`, `fdsr:reuse`, …).
-    fn from_str(s: &str) -> Result<Self> {
-        let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
-        let bad = || {
-            FdsrError::InvalidConfig(format!(
-                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:ratio=R|:bits=D,L,M,H][,mask][,grad][,auto][,reuse[=K/B/R]])"
-            ))
-        };
-        let p = match (name, arg) {
-            ("lossless", None) => Policy::Lossless,
-            ("division", None) => Policy::Division,
-            ("uniform", Some(b)) => Policy::Uniform { bits: b.parse().map_err(|_| bad())? },
-            ("fdsr", None) => Policy::Fdsr(FdsrConfig::default()),
-            ("fdsr", Some(a)) => {
-                let mut c = FdsrConfig::default();
-                let (a, flags) = split_flags(a);
-                for flag in flags {
-                    match flag.split_once('=').map_or((flag, None), |(k, v)| (k, Some(v))) {
-                        ("mask", None) => c.mask_aware = true,
-                        ("grad", None) => c.grad_aware = true,
-                        ("auto", None) => c.auto = true,
-                        ("reuse", v) => c.reuse = Some(v.map_or(Ok(ReuseConfig::default()), ReuseConfig::parse)?),
-                        _ => return Err(bad()),
-                    }
-                }
-                if a.is_empty() && (c.reuse.is_some() || c.mask_aware || c.grad_aware || c.auto) {
-                    // `fdsr:reuse`, `fdsr:mask`, `fdsr:grad`: default bits.
-                } else if let Some(b) = a.strip_prefix("budget=") {
-                    c.bits = BitChoice::Budget(b.parse().map_err(|_| bad())?);
-                } else if let Some(r) = a.strip_prefix("ratio=") {
-                    let r: f64 = r.parse().map_err(|_| bad())?;
-                    if !(r.is_finite() && r >= 1.0) {
-                        return Err(FdsrError::InvalidConfig(format!("ratio {r} must be at least 1 (fp32)")));
-                    }
-                    (c.bits, c.ratio) = (BitChoice::Budget(32.0 / r), Some(r));
-                } else if let Some(b) = a.strip_prefix("bits=") {
-                    c.bits = BitChoice::Fixed(parse_list(b)?);
-                } else {
-                    return Err(bad());
-                }
-                Policy::Fdsr(c)
-            }
-            _ => return Err(bad()),
-        };
-        p.validate()?;
-        Ok(p)
-    }
-}
-
-/// Splits the trailing flags (`mask`, `reuse[=…]`) off an `fdsr` argument: the rest, and the
-/// flags in the order given.
-fn split_flags(a: &str) -> (&str, Vec<&str>) {
-    let mut rest = a;
-    let mut flags = Vec::new();
-    loop {
-        let (head, last) = rest.rsplit_once(',').map_or(("", rest), |(r, l)| (r, l));
-        if !is_flag(last) {
-            break;
-        }
-        flags.insert(0, last);
-        rest = head;
-        if head.is_empty() {
-            break;
-        }
-    }
-    (rest, flags)
-}
-
-/// Whether a comma-separated piece of an `fdsr` policy is one of its flags.
-fn is_flag(piece: &str) -> bool {
-    piece == "mask" || piece == "grad" || piece == "auto" || piece == "reuse" || piece.starts_with("reuse=")
-}
-
-/// Splits a comma-separated list of policies, keeping the commas that belong to one policy
-/// (`none,fdsr:bits=8,4,3,2,reuse,uniform:2` → `none`, `fdsr:bits=8,4,3,2,reuse`, `uniform:2`):
-/// a piece that is a number or starts with `reuse` continues the policy before it.
-pub fn split_policies(s: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for piece in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        // A number (`8,4,3,2`, `fw=3,4,6,8`), a flag (`mask`, `reuse=...`), or a bare
-        // `key=value` (as in `static:fw=8,bw=16`) continues the entry before it.
-        let continues = piece.starts_with(|c: char| c.is_ascii_digit())
-            || is_flag(piece)
-            || (piece.contains('=') && !piece.contains(':'));
-        match out.last_mut() {
-            Some(last) if continues => {
-                last.push(',');
-                last.push_str(piece);
-            }
-            _ => out.push(piece.to_string()),
-        }
-    }
-    out
-}
-
-/// Parses a comma-separated list of small integers such as `8,4,3,2`.
-pub fn parse_list(s: &str) -> Result<Vec<u8>> {
-    s.split(',')
-        .map(|x| {
-            x.trim()
-                .parse::<u8>()
-                .map_err(|_| FdsrError::InvalidConfig(format!("'{x}' in '{s}' is not a number 0..=255")))
-        })
-        .collect()
-}
-
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -317,14 +239,24 @@ impl fmt::Display for Policy {
                         write!(f, "fdsr:bits={}", s.join(","))?
                     }
                 }
-                if c.mask_aware {
+                if c.mask_aware && c.mask_clamp {
                     write!(f, ",mask")?;
+                } else if c.mask_aware && c.own_masks {
+                    write!(f, ",mask=zeros")?;
+                } else if c.mask_aware {
+                    write!(f, ",mask=shared")?;
                 }
-                if c.grad_aware {
+                if c.grad_aware && c.grad_weight == super::alloc::COHERENT_WEIGHT {
                     write!(f, ",grad")?;
+                } else if c.grad_aware {
+                    write!(f, ",grad={}", c.grad_weight)?;
                 }
                 if c.auto {
                     write!(f, ",auto")?;
+                }
+                if c.band_edges != DEFAULT_BAND_EDGES {
+                    let e: Vec<String> = c.band_edges.iter().map(u8::to_string).collect();
+                    write!(f, ",edges={}", e.join("/"))?;
                 }
                 match c.reuse {
                     None => Ok(()),

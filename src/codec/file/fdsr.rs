@@ -5,7 +5,7 @@
 //! the device regions from the body and runs the device decoder.
 
 use super::{pack_words, unpack_words, upload, workspace};
-use crate::codec::alloc::{self, FdsrStats, GRAD_COHERENT_WEIGHT};
+use crate::codec::alloc::{self, FdsrStats};
 use crate::codec::bits::unpack2;
 use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig};
 use crate::codec::format::FdsrBody;
@@ -81,10 +81,7 @@ async fn encode(
         kept.push((x, a));
     }
     submit(ctx, "fdsr analyze", enc).await?;
-    let mut st = FdsrStats {
-        coherent_weight: if cfg.grad_aware { GRAD_COHERENT_WEIGHT } else { 1.0 },
-        ..FdsrStats::new(&cfg.band_edges)
-    };
+    let mut st = FdsrStats { coherent_weight: f64::from(cfg.coherent_weight()), ..FdsrStats::new(&cfg.band_edges) };
     let (mut dcmax, mut nonzero, mut full) = (Vec::new(), Vec::new(), Vec::new());
     for (g, (_, a)) in segs.iter().zip(&kept) {
         let part = read_words(ctx, &a.partials, g.groups() as usize * STATS as usize).await?;

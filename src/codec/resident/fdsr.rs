@@ -183,7 +183,7 @@ impl Job<'_> {
             nbands: nbands as u32,
             limit_bits: self.layout.limit_bits().min(u64::from(u32::MAX)) as u32,
             mode: mode as u32,
-            weight: alloc_rule::weight(cfg.grad_aware),
+            weight: cfg.coherent_weight(),
             cls_off: self.layout.cls_off as u32,
             pay_off: self.layout.pay_off as u32,
             reuse: u32::from(cfg.reuse.is_some()),

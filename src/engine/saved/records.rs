@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::stats::TensorRecord;
-use crate::codec::alloc::{FdsrStats, GRAD_COHERENT_WEIGHT};
+use crate::codec::alloc::FdsrStats;
 use crate::codec::config::{BitChoice, Policy};
 use crate::codec::resident::layout::{self as l, FdsrLayout, STAT_WORDS};
 use crate::codec::resident::{Resident, SegmentForm};
@@ -18,14 +18,14 @@ pub struct PendingRecord {
     record: TensorRecord,
     /// Per `fdsr` segment: its layout and statistics buffer.
     segments: Vec<(FdsrLayout, Arc<PooledBuffer>)>,
-    grad_aware: bool,
+    coherent_weight: f64,
 }
 
 impl PendingRecord {
     /// A tensor kept as it is (`fp32` or `packed`).
     pub fn kept(name: &str, layer: usize, shape: &[usize], bytes: u64, form: &str) -> Self {
         let record = TensorRecord::kept(name, layer, shape, bytes, form);
-        PendingRecord { record, segments: Vec::new(), grad_aware: false }
+        PendingRecord { record, segments: Vec::new(), coherent_weight: 1.0 }
     }
 
     /// A tensor stored as `r` with `policy` (the budget asked of the codec included).
@@ -39,7 +39,7 @@ impl PendingRecord {
                 BitChoice::Budget(b) => Some(b),
                 BitChoice::Fixed(_) => None,
             };
-            p.grad_aware = cfg.grad_aware;
+            p.coherent_weight = f64::from(cfg.coherent_weight());
             p.record.analysis = (r.shape.len() == 4).then(|| FdsrStats::new(&cfg.band_edges));
         }
         for s in &r.segments {
@@ -71,7 +71,7 @@ pub async fn read(ctx: &GpuContext, pending: &[PendingRecord]) -> Result<Vec<Ten
         let mut r = p.record.clone();
         for (k, (layout, _)) in p.segments.iter().enumerate() {
             let Some(s) = segs.next() else { break };
-            complete(&mut r, layout, s, k == 0, p.grad_aware);
+            complete(&mut r, layout, s, k == 0, p.coherent_weight);
         }
         out.push(r);
     }
@@ -79,7 +79,7 @@ pub async fn read(ctx: &GpuContext, pending: &[PendingRecord]) -> Result<Vec<Ten
 }
 
 /// Adds one segment's statistics `s` to `r` (its bits are the first segment's).
-fn complete(r: &mut TensorRecord, layout: &FdsrLayout, s: &[u32], first: bool, grad_aware: bool) {
+fn complete(r: &mut TensorRecord, layout: &FdsrLayout, s: &[u32], first: bool, coherent_weight: f64) {
     let f = |i: usize| f64::from(f32::from_bits(s[i]));
     let (zero, dc, full, hits) = (s[l::STAT_ZERO], s[l::STAT_DC], s[l::STAT_FULL], s[l::STAT_HITS]);
     r.stored_bytes += layout.used_bytes(s[l::STAT_USED].into());
@@ -88,7 +88,7 @@ fn complete(r: &mut TensorRecord, layout: &FdsrLayout, s: &[u32], first: bool, g
     if first {
         r.bits = s[l::STAT_BITS..l::STAT_BITS + nb].iter().map(|&b| b as u8).collect();
         r.band_energy = vec![0.0; nb];
-        a.coherent_weight = if grad_aware { GRAD_COHERENT_WEIGHT } else { 1.0 };
+        a.coherent_weight = coherent_weight;
     }
     let (zero, dc, full, hits) = (u64::from(zero), u64::from(dc), u64::from(full), u64::from(hits));
     r.classes[0] += zero;

@@ -24,6 +24,11 @@ fn policies_round_trip_through_strings() {
         "fdsr:budget=2,mask,reuse",
         "fdsr:budget=2,mask,grad",
         "fdsr:ratio=16,mask,grad",
+        "fdsr:ratio=11,mask,grad=4",
+        "fdsr:ratio=11,mask,grad=2.5,auto",
+        "fdsr:ratio=11,mask,edges=0/1/10/64",
+        "fdsr:ratio=11,mask=zeros,grad",
+        "fdsr:ratio=11,mask=shared,grad",
         "fdsr:ratio=12.5,mask,grad,auto",
     ] {
         let p: Policy = s.parse().unwrap();
@@ -31,6 +36,12 @@ fn policies_round_trip_through_strings() {
     }
     assert_eq!("fdsr:reuse".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
     assert_eq!("fdsr:budget=2,reuse=16/16".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
+    assert_eq!("fdsr:ratio=11,grad=64".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=11,grad");
+    let c = |s: &str| match s.parse::<Policy>().unwrap() {
+        Policy::Fdsr(c) => c.coherent_weight(),
+        _ => f32::NAN,
+    };
+    assert_eq!((c("fdsr:ratio=11"), c("fdsr:ratio=11,grad"), c("fdsr:ratio=11,grad=4")), (1.0, 64.0, 4.0));
     assert_eq!("fdsr:mask".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,mask");
     assert_eq!("fdsr:ratio=16".parse::<Policy>().unwrap(), {
         let mut c = FdsrConfig { ratio: Some(16.0), ..Default::default() };
@@ -54,6 +65,14 @@ fn policies_round_trip_through_strings() {
         "fdsr:ratio=0.5",
         "fdsr:ratio=x",
         "fdsr:budget=2,auto=1",
+        "fdsr:budget=2,grad=0.5",
+        "fdsr:budget=2,grad=x",
+        "fdsr:budget=2,grad=inf",
+        "fdsr:budget=2,edges=0/2/64",
+        "fdsr:budget=2,edges=0/1/6/6/64",
+        "fdsr:budget=2,edges=0/1/63",
+        "fdsr:budget=2,edges=",
+        "fdsr:budget=2,mask=clamp",
     ] {
         assert!(bad.parse::<Policy>().is_err(), "{bad} should be rejected");
     }
