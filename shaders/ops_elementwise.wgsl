@@ -14,6 +14,16 @@ struct EwParams { n: u32, words: u32, _a: u32, _b: u32 }
 
 var<workgroup> words: array<atomic<u32>, 8>;
 
+// Set for relu_backward and mask_clamp over their input in place (it is then bound as out0, and
+// each value is read before it is written, by the invocation that writes it).
+override IN_PLACE: bool = false;
+
+// Input value i of the masked entries.
+fn masked_in(i: u32) -> f32 {
+    if (IN_PLACE) { return out0[i]; }
+    return in0[i];
+}
+
 fn linear_id(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return (wg.y * nwg.x + wg.x) * 256u + lid;
 }
@@ -57,7 +67,7 @@ fn relu_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
     let i = linear_id(wg, nwg, lid);
     if (i >= p.n) { return; }
     let bit = (in1[i >> 5u] >> (i & 31u)) & 1u;
-    out0[i] = select(0.0, in0[i], bit == 1u);
+    out0[i] = select(0.0, masked_in(i), bit == 1u);
 }
 
 // max(x, 0) where the mask bit is set, else exactly 0 (mask-aware decode of a ReLU output).
@@ -67,7 +77,7 @@ fn mask_clamp(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     let i = linear_id(wg, nwg, lid);
     if (i >= p.n) { return; }
     let bit = (in1[i >> 5u] >> (i & 31u)) & 1u;
-    out0[i] = select(0.0, max(in0[i], 0.0), bit == 1u);
+    out0[i] = select(0.0, max(masked_in(i), 0.0), bit == 1u);
 }
 
 // out = a + b.

@@ -38,9 +38,16 @@ fn relu_and_add_match_reference() {
         let acc = up(&ctx, &b, &[n]);
         let mut e = enc(&ctx);
         let (y, mask) = ops::relu_forward(&ctx, &mut e, &xt).unwrap();
-        let dx = ops::relu_backward(&ctx, &mut e, &dyt, &mask).unwrap();
+        let dx = ops::relu_backward(&ctx, &mut e, dyt.clone(), &mask).unwrap();
         let own = ops::positive_mask(&ctx, &mut e, &xt).unwrap();
-        let clamped = ops::mask_clamp(&ctx, &mut e, &dyt, &mask).unwrap();
+        let clamped = ops::mask_clamp(&ctx, &mut e, dyt.clone(), &mask).unwrap();
+        // Unique inputs are overwritten in place: the same tensor comes back, with the same values.
+        let (dy1, dy2) = (up(&ctx, &dy, &[n]), up(&ctx, &dy, &[n]));
+        let (id1, id2) = (dy1.id(), dy2.id());
+        let dx_in_place = ops::relu_backward(&ctx, &mut e, dy1, &mask).unwrap();
+        let clamped_in_place = ops::mask_clamp(&ctx, &mut e, dy2, &mask).unwrap();
+        assert_eq!((dx_in_place.id(), clamped_in_place.id()), (id1, id2), "in place n={n}");
+        assert_ne!(dx.id(), dyt.id(), "a shared input is not overwritten");
         let s = ops::add(&ctx, &mut e, &xt, &bt).unwrap();
         let (sr, smask) = ops::add_relu(&ctx, &mut e, &xt, &bt).unwrap();
         ops::add_into(&ctx, &mut e, &acc, &dyt).unwrap();
@@ -53,6 +60,8 @@ fn relu_and_add_match_reference() {
         let want = r::mask_clamp(&dy, &rw);
         assert!(want.iter().zip(&dy).any(|(w, d)| *w == 0.0 && *d != 0.0) || n < 32, "the mask must zero some");
         assert_eq!(read(&ctx, &clamped), want, "mask clamp n={n}");
+        assert_eq!(read(&ctx, &dx_in_place), r::relu_backward(&dy, &rw), "relu backward in place n={n}");
+        assert_eq!(read(&ctx, &clamped_in_place), want, "mask clamp in place n={n}");
         let sum: Vec<f32> = x.iter().zip(&b).map(|(a, b)| a + b).collect();
         assert_eq!(read(&ctx, &s), sum, "add n={n}");
         let (rsr, rsw) = r::relu_forward(&sum);
@@ -296,7 +305,7 @@ fn shape_errors_are_reported() {
     assert!(ops::add_into(&ctx, &mut e, &y, &y).is_err());
     assert!(ops::avgpool_forward(&ctx, &mut e, &y).is_err());
     let (_, mask) = ops::relu_forward(&ctx, &mut e, &y).unwrap();
-    assert!(ops::relu_backward(&ctx, &mut e, &x, &mask).is_err());
+    assert!(ops::relu_backward(&ctx, &mut e, x.clone(), &mask).is_err());
     let lab = ops::upload_labels(&ctx, &[0, 7]);
     let logits = up(&ctx, &rand(12, 3), &[2, 6]);
     assert!(ops::cross_entropy_forward(&ctx, &mut e, &logits, &lab).is_err(), "label 7 of 6 classes");

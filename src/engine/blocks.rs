@@ -43,7 +43,7 @@ impl Layer for Relu {
     }
     fn backward(&mut self, p: &mut Pass<'_>, dy: Tensor) -> Result<Option<Tensor>> {
         let mask = ops::BitMask { words: p.load(self.id, 0)?, len: self.len };
-        Ok(Some(ops::relu_backward(p.ctx, p.enc, &dy, &mask)?))
+        Ok(Some(ops::relu_backward(p.ctx, p.enc, dy, &mask)?))
     }
     fn visit(&self, _: &mut dyn FnMut(&Param)) {}
     fn visit_mut(&mut self, _: &mut dyn FnMut(&mut Param)) {}

@@ -241,9 +241,9 @@ impl SavedActivations {
                 if let Some(mask) = &s.mask {
                     let clamp = !matches!(&self.policy, Some(Policy::Fdsr(c)) if !c.mask_clamp);
                     t = if clamp {
-                        ops::mask_clamp(ctx, enc, &t, mask)?
+                        ops::mask_clamp(ctx, enc, t, mask)?
                     } else {
-                        ops::relu_backward(ctx, enc, &t, mask)?
+                        ops::relu_backward(ctx, enc, t, mask)?
                     };
                 }
                 let others: Vec<Key> = self

@@ -5,7 +5,7 @@
 use super::{dummy, expect_shape, groups};
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::kernel::{dispatch, dispatch_with, grid, uniform};
 use crate::gpu::{Category, GpuContext};
 
 /// Mirror of `EwParams` in `shaders/ops_elementwise.wgsl`.
@@ -66,23 +66,25 @@ pub fn positive_mask(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Tenso
     Ok(BitMask { words, len: x.numel() })
 }
 
-/// `dx = dy` where the mask is set, else 0 (`dy` holds as many values as the mask).
-pub fn relu_backward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, dy: &Tensor, mask: &BitMask) -> Result<Tensor> {
+/// `dx = dy` where the mask is set, else 0 (`dy` holds as many values as the mask), written over
+/// `dy` when no other tensor shares it.
+pub fn relu_backward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, dy: Tensor, mask: &BitMask) -> Result<Tensor> {
     masked(ctx, enc, "relu_backward", dy, mask)
 }
 
 /// `max(x, 0)` where the mask is set, else exactly 0: the mask-aware decode of a ReLU output
-/// (its zeros come back exact and no decoded value is negative).
-pub fn mask_clamp(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Tensor, mask: &BitMask) -> Result<Tensor> {
+/// (its zeros come back exact and no decoded value is negative), over `x` when it is unique.
+pub fn mask_clamp(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: Tensor, mask: &BitMask) -> Result<Tensor> {
     masked(ctx, enc, "mask_clamp", x, mask)
 }
 
-/// Runs the elementwise `entry` of `x` under `mask` into a new tensor.
+/// Runs the elementwise `entry` of `x` under `mask`: over `x` in place when no other tensor
+/// shares its buffer (one activation-sized buffer fewer, the same values), else into a new tensor.
 fn masked(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
     entry: &'static str,
-    x: &Tensor,
+    x: Tensor,
     mask: &BitMask,
 ) -> Result<Tensor> {
     if x.numel() != mask.len || mask.words.numel() != mask.len.div_ceil(32) {
@@ -94,8 +96,14 @@ fn masked(
         )));
     }
     let (p, g) = params(x.numel(), entry)?;
-    let out = Tensor::uninit(ctx, x.shape(), Category::Workspace);
     let (pb, d) = (uniform(ctx, entry, &p), dummy(ctx));
+    let (gx, gy) = grid(g);
+    if x.is_unique() {
+        let bufs = [&pb, mask.words.buffer(), mask.words.buffer(), x.buffer(), d.buffer()];
+        dispatch_with(ctx, enc, ("ops_elementwise", entry, &[("IN_PLACE", 1.0)]), &bufs, [gx, gy, 1])?;
+        return Ok(x);
+    }
+    let out = Tensor::uninit(ctx, x.shape(), Category::Workspace);
     dispatch(ctx, enc, "ops_elementwise", entry, &[&pb, x.buffer(), mask.words.buffer(), out.buffer(), d.buffer()], g)?;
     Ok(out)
 }
