@@ -32,14 +32,6 @@ var<workgroup> As: array<f16, AN>; // [TM][BK] row-major, scaled
 var<workgroup> Bs: array<f16, BN>; // [BK][TN] row-major, scaled
 var<workgroup> Cs: array<f32, 5120>; // [TM][TN] row-major, then the scratch region
 
-// The exponent e of a scale 2^e for an operand whose max |x| has the bits `bits`: e = 14 - the
-// least e' with max < 2^e' (zero and subnormals count as 2^-126), kept in [-100, 100] so that
-// ldexp stays exact and inf / NaN stay what they are.
-fn scale_exp(bits: u32) -> i32 {
-    let e = i32((bits >> 23u) & 0xffu) - 126;
-    return clamp(14 - e, -100, 100);
-}
-
 // Stages the K step starting at k0 (k >= kend loads zeros), scaled and rounded to f16.
 fn stage(mode: u32, m0: u32, k0: u32, kend: u32, tid: u32, cols: array<Col, 2>, sa: f32, sb: f32) {
     for (var v = tid; v < AN; v += WG) {
@@ -114,9 +106,9 @@ fn gemm_coop(mode: u32, wid: vec3<u32>, tid: u32, sg: u32, nsg: u32) {
         coopStoreT(acc3, &Cs[at3], stride);
     }
     workgroupBarrier();
-    // Scale back (two exact steps, each within ldexp's range) and write like gemm.wgsl.
+    // Scale back exactly and write like gemm.wgsl.
     for (var v = tid; v < TM * TN; v += WG) {
-        let c = ldexp(ldexp(Cs[v], -ea), -eb);
+        let c = unscale(Cs[v], -(ea + eb));
         store_one(mode, wid.z, m0 + v / TN, n0 + v % TN, c);
     }
 }

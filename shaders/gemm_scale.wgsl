@@ -27,3 +27,13 @@ fn absmax(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec
     }
     if (lid == 0u) { atomicMax(&scales[q.slot], M[0]); }
 }
+
+// Test probe of `scale_exp` and `unscale`: for each of the first `len` values, the scale exponent
+// of |x| and x * 2^t with t = bitcast<i32>(slot), as bits in scales[2i] and scales[2i + 1].
+@compute @workgroup_size(64)
+fn scale_probe(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= q.len) { return; }
+    atomicStore(&scales[2u * i], bitcast<u32>(scale_exp(bitcast<u32>(abs(x[i])))));
+    atomicStore(&scales[2u * i + 1u], bitcast<u32>(unscale(x[i], bitcast<i32>(q.slot))));
+}

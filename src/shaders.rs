@@ -20,6 +20,9 @@ pub const REDUCE_SG: &str = include_str!("../shaders/reduce_sg.wgsl");
 /// the f32 and cooperative-matrix GEMM shaders.
 pub const GEMM_ADDR: &str = include_str!("../shaders/gemm_addr.wgsl");
 
+/// The cooperative-matrix GEMM's power-of-two scales (`scale_exp`, `unscale`).
+pub const SCALE_FNS: &str = include_str!("../shaders/gemm_scale_fns.wgsl");
+
 /// The enable directives of the cooperative-matrix GEMM (directives must open the module, so they
 /// come before [`GEMM_ADDR`]). Native only: they need `SHADER_F16` and
 /// `EXPERIMENTAL_COOPERATIVE_MATRIX` (and the kernel `SUBGROUP` for its builtins).
@@ -42,8 +45,11 @@ pub enum Prelude {
     ReduceSubgroup,
     /// [`GEMM_ADDR`].
     Gemm,
-    /// [`COOP_ENABLE`] then [`GEMM_ADDR`] (needs the features [`COOP_ENABLE`] names).
+    /// [`COOP_ENABLE`], [`GEMM_ADDR`] then [`SCALE_FNS`] (needs the features [`COOP_ENABLE`]
+    /// names).
     GemmCoop,
+    /// [`SCALE_FNS`].
+    Scale,
 }
 
 /// One registered shader.
@@ -80,7 +86,7 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("division", include_str!("../shaders/division.wgsl"), Prelude::Codec, "uurwwww"),
     shader("gemm", include_str!("../shaders/gemm.wgsl"), Prelude::Gemm, "urrrw"),
     shader("gemm_coop", include_str!("../shaders/gemm_coop.wgsl"), Prelude::GemmCoop, "urrrwr"),
-    shader("gemm_scale", include_str!("../shaders/gemm_scale.wgsl"), Prelude::None, "urw"),
+    shader("gemm_scale", include_str!("../shaders/gemm_scale.wgsl"), Prelude::Scale, "urw"),
     shader("ops_elementwise", include_str!("../shaders/ops_elementwise.wgsl"), Prelude::None, "urrww"),
     shader("ops_pool", include_str!("../shaders/ops_pool.wgsl"), Prelude::None, "urrww"),
     shader("ops_bn", OPS_BN, Prelude::Reduce, "urrrrrwww"),
@@ -115,6 +121,7 @@ pub fn source(name: &str) -> Option<String> {
         Prelude::Reduce => format!("{REDUCE_WG}\n{}", s.body),
         Prelude::ReduceSubgroup => format!("{REDUCE_SG}\n{}", s.body),
         Prelude::Gemm => format!("{GEMM_ADDR}\n{}", s.body),
-        Prelude::GemmCoop => format!("{COOP_ENABLE}{GEMM_ADDR}\n{}", s.body),
+        Prelude::GemmCoop => format!("{COOP_ENABLE}{GEMM_ADDR}\n{SCALE_FNS}\n{}", s.body),
+        Prelude::Scale => format!("{SCALE_FNS}\n{}", s.body),
     })
 }

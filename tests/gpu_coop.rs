@@ -173,3 +173,62 @@ fn coop_kernel_matches_the_reference_where_offered() {
     });
     check("linear dw", dw, &rdw);
 }
+
+/// The abs-max behind the coop kernel's scales (it runs anywhere): the bits of max |x| over the
+/// first `len` values only, over many workgroups, accumulated into its slot of a cleared buffer.
+#[test]
+fn absmax_finds_the_largest_magnitude_of_the_operand() {
+    let Some(ctx) = common::gpu() else { return };
+    let n = 300_000; // more than one workgroup's share (2048 values)
+    let mut x: Vec<f32> = rand(n, 9).iter().map(|v| v * 1e-6).collect();
+    x[123_457] = -3.5e-6; // the largest magnitude is negative
+    x[n - 1] = 1.0; // past `len`: not counted
+    let xt = up(&ctx, &x, &[n]);
+    let scales = up(&ctx, &[7.0, 7.0], &[2]);
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    enc.clear_buffer(scales.buffer(), 0, None);
+    gemm::record_absmax(&ctx, &mut enc, xt.buffer(), n - 1, scales.buffer(), 1).unwrap();
+    ctx.queue.submit([enc.finish()]);
+    let got = read(&ctx, &scales);
+    let want = x[..n - 1].iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert_eq!(want, 3.5e-6);
+    assert_eq!(got[1].to_bits(), want.to_bits(), "slot 1");
+    assert_eq!(got[0].to_bits(), 0, "slot 0 stays cleared");
+    assert!(gemm::scale_groups(n - 1) > 1, "one workgroup only");
+}
+
+/// The coop kernel's `scale_exp` and `unscale` (WGSL, shared through `gemm_scale_fns.wgsl`) run
+/// through `gemm_scale`'s probe on any adapter and agree with the host's mirrors bit for bit.
+#[test]
+fn the_kernels_scale_functions_match_the_host() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut x: Vec<f32> = vec![0.0, 1.0, -1.0, 0.75, 3.5e-6, -1e-6, 65504.0, 1e-30, 3e38, f32::MIN_POSITIVE, 1e-40];
+    x.extend(rand(200, 21).iter().map(|v| v * 1e-3));
+    for t in [-252i32, -114, -1, 0, 1, 37, 252] {
+        let xt = up(&ctx, &x, &[x.len()]);
+        let out = up(&ctx, &vec![0.0; 2 * x.len()], &[2 * x.len()]);
+        let q = [x.len() as u32, t as u32, 0, 0];
+        let qbuf = fdsr::gpu::kernel::uniform(&ctx, "probe", &q);
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let groups = (x.len() as u32).div_ceil(64);
+        fdsr::gpu::kernel::dispatch(
+            &ctx,
+            &mut enc,
+            "gemm_scale",
+            "scale_probe",
+            &[&qbuf, xt.buffer(), out.buffer()],
+            groups,
+        )
+        .unwrap();
+        ctx.queue.submit([enc.finish()]);
+        let got = read(&ctx, &out);
+        for (i, &v) in x.iter().enumerate() {
+            assert_eq!(got[2 * i].to_bits() as i32, gemm::scale_exponent(v.abs()), "scale_exp of {v}");
+            let want = gemm::unscale(v, t);
+            // Subnormal results may flush to zero on a device.
+            let ok = got[2 * i + 1].to_bits() == want.to_bits()
+                || (want.abs() < f32::MIN_POSITIVE && got[2 * i + 1].abs() < f32::MIN_POSITIVE);
+            assert!(ok, "unscale({v}, {t}): {} vs {want}", got[2 * i + 1]);
+        }
+    }
+}

@@ -6,7 +6,7 @@ mod coop;
 mod plan;
 mod select;
 
-pub use coop::{operand_lens, scale_groups};
+pub use coop::{operand_lens, record_absmax, scale_exponent, scale_groups, unscale};
 pub use plan::{GemmPlan, TILE_ROWS};
 pub use select::{rel_error, select_compute, ComputeReport, SELF_CHECK_TOLERANCE};
 
