@@ -16,6 +16,18 @@ pub const REDUCE_WG: &str = include_str!("../shaders/reduce_wg.wgsl");
 /// Workgroup sums with subgroup operations, the same interface as [`REDUCE_WG`].
 pub const REDUCE_SG: &str = include_str!("../shaders/reduce_sg.wgsl");
 
+/// The GEMM operand addressing (parameters, bindings 0-4, loads of A and B, stores of C) shared by
+/// the f32 and cooperative-matrix GEMM shaders.
+pub const GEMM_ADDR: &str = include_str!("../shaders/gemm_addr.wgsl");
+
+/// The cooperative-matrix GEMM's power-of-two scales (`scale_exp`, `unscale`).
+pub const SCALE_FNS: &str = include_str!("../shaders/gemm_scale_fns.wgsl");
+
+/// The enable directives of the cooperative-matrix GEMM (directives must open the module, so they
+/// come before [`GEMM_ADDR`]). Native only: they need `SHADER_F16` and
+/// `EXPERIMENTAL_COOPERATIVE_MATRIX` (and the kernel `SUBGROUP` for its builtins).
+pub const COOP_ENABLE: &str = "enable f16;\nenable wgpu_cooperative_matrix;\n";
+
 /// What is prepended to a shader's own WGSL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prelude {
@@ -31,6 +43,13 @@ pub enum Prelude {
     Reduce,
     /// [`REDUCE_SG`] (needs the device's `SUBGROUP` feature).
     ReduceSubgroup,
+    /// [`GEMM_ADDR`].
+    Gemm,
+    /// [`COOP_ENABLE`], [`GEMM_ADDR`] then [`SCALE_FNS`] (needs the features [`COOP_ENABLE`]
+    /// names).
+    GemmCoop,
+    /// [`SCALE_FNS`].
+    Scale,
 }
 
 /// One registered shader.
@@ -65,7 +84,9 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), Prelude::Codec, "uuruwrwwr"),
     shader("uniform", include_str!("../shaders/uniform.wgsl"), Prelude::Codec, "uurwwww"),
     shader("division", include_str!("../shaders/division.wgsl"), Prelude::Codec, "uurwwww"),
-    shader("gemm", include_str!("../shaders/gemm.wgsl"), Prelude::None, "urrrw"),
+    shader("gemm", include_str!("../shaders/gemm.wgsl"), Prelude::Gemm, "urrrw"),
+    shader("gemm_coop", include_str!("../shaders/gemm_coop.wgsl"), Prelude::GemmCoop, "urrrwr"),
+    shader("gemm_scale", include_str!("../shaders/gemm_scale.wgsl"), Prelude::Scale, "urw"),
     shader("ops_elementwise", include_str!("../shaders/ops_elementwise.wgsl"), Prelude::None, "urrww"),
     shader("ops_pool", include_str!("../shaders/ops_pool.wgsl"), Prelude::None, "urrww"),
     shader("ops_bn", OPS_BN, Prelude::Reduce, "urrrrrwww"),
@@ -99,5 +120,8 @@ pub fn source(name: &str) -> Option<String> {
         Prelude::Gate => format!("{RNG}\n{GATE}\n{}", s.body),
         Prelude::Reduce => format!("{REDUCE_WG}\n{}", s.body),
         Prelude::ReduceSubgroup => format!("{REDUCE_SG}\n{}", s.body),
+        Prelude::Gemm => format!("{GEMM_ADDR}\n{}", s.body),
+        Prelude::GemmCoop => format!("{COOP_ENABLE}{GEMM_ADDR}\n{SCALE_FNS}\n{}", s.body),
+        Prelude::Scale => format!("{SCALE_FNS}\n{}", s.body),
     })
 }

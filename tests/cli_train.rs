@@ -68,6 +68,9 @@ fn a_run_writes_metrics_checkpoint_and_summary_and_resumes() {
     args.extend(["--metrics", m, "--checkpoint", c, "--log-every", "2", "--layers-every", "4"]);
     let out = fdsr(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The GEMM path (default --compute auto) is said once.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("compute: ")).count(), 1, "{stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(summary["kind"], "summary");

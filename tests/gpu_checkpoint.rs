@@ -21,6 +21,7 @@ fn config(opt: OptKind) -> TrainConfig {
         seed: 9,
         augment: true,
         policy: None,
+        compute: fdsr::gpu::Compute::Fp32,
     }
 }
 

@@ -24,6 +24,7 @@ fn config(policy: Option<&str>) -> TrainConfig {
         seed: 5,
         augment: false,
         policy: policy.map(|p| p.parse().unwrap()),
+        compute: fdsr::gpu::Compute::Fp32,
     }
 }
 

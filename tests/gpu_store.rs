@@ -24,6 +24,7 @@ fn session(ctx: &GpuContext, model: ModelName, batch: usize, policy: Option<&str
         seed: 5,
         augment: false,
         policy: policy.map(|p| p.parse().unwrap()),
+        compute: fdsr::gpu::Compute::Fp32,
     };
     let data = synthetic::images(batch, 28, 28, 10, 3);
     let mut s = Session::new(Trainer::new(ctx, cfg).unwrap(), data).unwrap();

@@ -20,6 +20,7 @@ fn config(model: ModelName, opt: OptKind) -> TrainConfig {
         seed: 3,
         augment: false,
         policy: None,
+        compute: fdsr::gpu::Compute::Fp32,
     }
 }
 

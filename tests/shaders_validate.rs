@@ -1,6 +1,8 @@
 //! Every registered shader parses and validates with naga under WebGPU's capabilities (plus
 //! WebGPU's `subgroups` feature for the subgroup variants of reducing shaders), and shaders with
-//! override constants also translate to SPIR-V with every value the engine sets.
+//! override constants also translate to SPIR-V with every value the engine sets. The
+//! cooperative-matrix GEMM (native only) validates with exactly the capabilities it needs
+//! (cooperative matrices, f16, subgroups) and emits SPIR-V.
 
 use fdsr::shaders::Prelude;
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
@@ -22,6 +24,11 @@ fn every_shader_validates_for_webgpu() {
         let (name, src) = (info.name, fdsr::shaders::source(info.name).expect("registered"));
         let module =
             naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        if info.prelude == Prelude::GemmCoop {
+            // Not a WebGPU shader: checked by `coop_gemm_validates_and_emits_spirv`.
+            assert!(validator(false).validate(&module).is_err(), "{name} validates for WebGPU");
+            continue;
+        }
         let subgroups = info.prelude == Prelude::ReduceSubgroup;
         validator(subgroups).validate(&module).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
         if subgroups {
@@ -80,5 +87,48 @@ fn gemm_tiles_validate_and_translate() {
             .unwrap_or_else(|e| panic!("TM={tm}: {e}"));
         naga::back::spv::write_vec(&m, &i, &naga::back::spv::Options::default(), None)
             .unwrap_or_else(|e| panic!("TM={tm}: {e}"));
+    }
+}
+
+/// The capabilities the cooperative-matrix GEMM needs: cooperative matrices, f16 and subgroups
+/// (its `subgroup_id` / `num_subgroups` builtins).
+fn coop_validator() -> Validator {
+    let caps = Capabilities::COOPERATIVE_MATRIX | Capabilities::SHADER_FLOAT16 | Capabilities::SUBGROUP;
+    let mut v = Validator::new(ValidationFlags::all(), caps);
+    v.subgroup_stages(ShaderStages::COMPUTE).subgroup_operations(SubgroupOperationSet::all());
+    v
+}
+
+/// The cooperative-matrix GEMM validates with its capabilities (and not without any one of
+/// them), and emits SPIR-V, with the cooperative-matrix capability, for every tile height and
+/// number of rounds the engine sets.
+#[test]
+fn coop_gemm_validates_and_emits_spirv() {
+    let src = fdsr::shaders::source("gemm_coop").expect("registered");
+    let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
+    let info = coop_validator().validate(&module).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
+    for missing in [Capabilities::COOPERATIVE_MATRIX, Capabilities::SHADER_FLOAT16, Capabilities::SUBGROUP] {
+        let caps = (Capabilities::COOPERATIVE_MATRIX | Capabilities::SHADER_FLOAT16 | Capabilities::SUBGROUP) - missing;
+        let mut v = Validator::new(ValidationFlags::all(), caps);
+        v.subgroup_stages(ShaderStages::COMPUTE).subgroup_operations(SubgroupOperationSet::all());
+        assert!(v.validate(&module).is_err(), "validates without {missing:?}");
+    }
+    let entries: Vec<&str> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
+    for entry in ["matmul_strided", "conv_forward", "conv_backward_data", "conv_backward_weight"] {
+        assert!(entries.contains(&entry), "no entry point {entry}: {entries:?}");
+    }
+    for tm in fdsr::engine::gemm::TILE_ROWS {
+        for rounds in [1, 2, 4] {
+            let mut constants = naga::back::PipelineConstants::default();
+            constants.insert("TM".into(), tm as f64);
+            constants.insert("ROUNDS".into(), rounds as f64);
+            let (m, i) = naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
+                .unwrap_or_else(|e| panic!("TM={tm}: {e}"));
+            let words = naga::back::spv::write_vec(&m, &i, &naga::back::spv::Options::default(), None)
+                .unwrap_or_else(|e| panic!("TM={tm}, ROUNDS={rounds}: {e}"));
+            // OpCapability (17) CooperativeMatrixKHR (6022) is declared.
+            let has_coop = words.windows(2).any(|w| w[0] == (2 << 16 | 17) && w[1] == 6022);
+            assert!(has_coop, "TM={tm}: no CooperativeMatrixKHR capability in the SPIR-V");
+        }
     }
 }

@@ -196,6 +196,8 @@ impl Settings {
             seed: 0,
             augment: false,
             policy: self.policy()?,
+            // The browser has no cooperative matrices: exact fp32.
+            compute: fdsr::gpu::Compute::Fp32,
         })
     }
 

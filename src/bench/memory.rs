@@ -38,6 +38,7 @@ pub async fn step_peak(ctx: &GpuContext, model: ModelName, batch: usize, policy:
         seed: 0,
         augment: false,
         policy: policy.cloned(),
+        compute: crate::gpu::Compute::Fp32,
     };
     let data = synthetic::images(batch, 28, 28, 10, 7);
     let (x, y) = make_batch(&data, &(0..batch).collect::<Vec<_>>(), Normalization::of(&data), None)?;

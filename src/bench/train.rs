@@ -12,7 +12,7 @@ use crate::engine::batch::{make_batch, Normalization};
 use crate::engine::{gemm, ModelName, Tensor, TrainConfig, Trainer};
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, storage_zeroed, uniform};
-use crate::gpu::{Category, GpuContext, Timings, TransferCounts};
+use crate::gpu::{Category, Compute, GpuContext, Timings, TransferCounts};
 
 /// Adapter features that matter to fdsr's kernels, in report order.
 pub const FEATURES: [(&str, wgpu::Features); 4] = [
@@ -52,6 +52,8 @@ pub struct TrainBench {
     pub cooperative_matrix: Vec<wgpu::CooperativeMatrixProperties>,
     /// Bytes uploaded and read back, host waits and passes over the timed steps.
     pub transfers: TransferCounts,
+    /// `compute: …`: the GEMM path that ran, and why (`engine::gemm::ComputeReport`).
+    pub compute: String,
 }
 
 fn seconds(ctx: &GpuContext, f: impl Fn(&mut wgpu::CommandEncoder) -> Result<()>) -> Result<f64> {
@@ -82,7 +84,15 @@ pub fn device_rates(ctx: &GpuContext, mib: usize, n: usize) -> Result<(f64, f64)
 }
 
 /// Times `steps` training steps of `model` at `batch` after one warm-up step.
-pub async fn measure(ctx: &GpuContext, model: ModelName, batch: usize, steps: usize) -> Result<TrainBench> {
+/// The GEMMs take the path `compute` selects (a self-check first under `auto`).
+pub async fn measure(
+    ctx: &GpuContext,
+    model: ModelName,
+    batch: usize,
+    steps: usize,
+    compute: Compute,
+) -> Result<TrainBench> {
+    let report = gemm::select_compute(ctx, compute).await?;
     let cfg = TrainConfig {
         model,
         epochs: 1,
@@ -93,6 +103,7 @@ pub async fn measure(ctx: &GpuContext, model: ModelName, batch: usize, steps: us
         seed: 0,
         augment: false,
         policy: None,
+        compute,
     };
     let data = synthetic::images(batch, 28, 28, 10, 5);
     let norm = Normalization::of(&data);
@@ -131,6 +142,7 @@ pub async fn measure(ctx: &GpuContext, model: ModelName, batch: usize, steps: us
         subgroup_sizes: (ctx.info.subgroup_min_size, ctx.info.subgroup_max_size),
         cooperative_matrix: ctx.cooperative_matrix.clone(),
         transfers,
+        compute: report.to_string(),
     })
 }
 
@@ -155,6 +167,7 @@ impl TrainBench {
                 _ => format!("no {n}"),
             })
             .collect();
+        let _ = writeln!(o, "{}", self.compute);
         let _ = writeln!(o, "features: {}", feats.join(", "));
         let _ = writeln!(o, "subgroup sizes: {}..{}", self.subgroup_sizes.0, self.subgroup_sizes.1);
         let coop: Vec<String> = self.cooperative_matrix.iter().map(describe_cooperative).collect();
@@ -260,6 +273,7 @@ mod tests {
             subgroup_sizes: (32, 32),
             cooperative_matrix: coop,
             transfers: TransferCounts { uploaded: 4096, read_back: 2048, host_waits: 4, dispatches: 20 },
+            compute: "compute: fp32 (no cooperative matrices: none offered)".into(),
         }
     }
 
@@ -267,6 +281,7 @@ mod tests {
     fn report_without_cooperative_matrices_or_timestamps() {
         let r = bench(Vec::new(), false).report();
         assert!(r.contains("cooperative-matrix configurations: none"), "{r}");
+        assert!(r.starts_with("compute: fp32 (no cooperative matrices"), "{r}");
         assert!(r.contains("SUBGROUP (used), no EXPERIMENTAL_COOPERATIVE_MATRIX"), "{r}");
         assert!(r.contains("10 dispatches per step"), "{r}");
         assert!(r.contains("2.0 KiB uploaded, 1.0 KiB read back, 2.0 host waits"), "{r}");

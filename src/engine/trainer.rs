@@ -20,7 +20,7 @@ use super::tensor::Tensor;
 use crate::codec::config::Policy;
 use crate::data::Dataset;
 use crate::error::{FdsrError, Result};
-use crate::gpu::{Category, GpuContext};
+use crate::gpu::{Category, Compute, ComputePath, GpuContext};
 
 /// What a run trains and how.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,6 +43,10 @@ pub struct TrainConfig {
     pub augment: bool,
     /// How saved activations are stored: `None` keeps fp32, else the codec policy.
     pub policy: Option<Policy>,
+    /// How conv and linear layers multiply: `Fp32` sets the context's GEMMs to fp32 when the
+    /// trainer is made; under `Auto` they take the path `engine::gemm::select_compute` chose for
+    /// the context (fp32 unless it was called and the adapter passed its self-check).
+    pub compute: Compute,
 }
 
 /// Records `f` into a new encoder and submits it, inside error scopes named `stage`.
@@ -108,6 +112,9 @@ impl Trainer {
                 "batch {} and epochs {} must be positive and the learning rate {} positive and finite",
                 config.batch, config.epochs, config.lr
             )));
+        }
+        if config.compute == Compute::Fp32 {
+            ctx.set_compute_path(ComputePath::Fp32)?;
         }
         let model = Model::new(ctx, config.model, config.seed)?;
         let opt = Optimizer::new(ctx, &model, config.opt)?;

@@ -1,6 +1,7 @@
 //! `GpuContext`: adapter choice (honoring `WGPU_BACKEND` / `WGPU_ADAPTER_NAME`), device, limits,
 //! and what the adapter offers (features, cooperative-matrix configurations).
 
+use super::coop::{ComputePath, CoopOffer};
 use super::{BufferPool, PipelineCache, Profiler, TransferCounts, Transfers};
 use crate::error::{FdsrError, Result};
 
@@ -16,6 +17,9 @@ pub struct ContextOptions {
     /// to spread over; `None`: [`GPU_TARGET_GROUPS`] on a GPU, 1 on a CPU adapter (tests set it
     /// to run a GPU's plans on lavapipe).
     pub target_groups: Option<usize>,
+    /// Leave cooperative matrices off even where the adapter offers them (`--compute fp32`: the
+    /// experimental feature is then not even requested).
+    pub no_cooperative_matrix: bool,
 }
 
 /// Workgroups a GPU should have in flight before a reduction stops splitting: about two waves
@@ -45,6 +49,7 @@ pub struct GpuContext {
     /// The adapter's cooperative-matrix (tensor core) configurations; empty where it has none.
     pub cooperative_matrix: Vec<wgpu::CooperativeMatrixProperties>,
     max_binding: u64,
+    compute: std::sync::Mutex<ComputePath>,
     constants: std::sync::Mutex<std::collections::HashMap<&'static str, wgpu::Buffer>>,
     target_groups: usize,
 }
@@ -69,12 +74,14 @@ impl GpuContext {
         limits.max_storage_buffers_per_shader_stage = limits.max_storage_buffers_per_shader_stage.min(8);
         let adapter_features = adapter.features();
         let cooperative_matrix = adapter.cooperative_matrix_properties();
-        let features = adapter_features & (wgpu::Features::TIMESTAMP_QUERY | subgroups_wanted(&opts));
+        let coop = super::coop::coop_features(adapter_features, !opts.no_subgroups && !opts.no_cooperative_matrix);
+        let features = adapter_features & (wgpu::Features::TIMESTAMP_QUERY | subgroups_wanted(&opts) | coop);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("fdsr"),
                 required_features: features,
                 required_limits: limits.clone(),
+                experimental_features: super::coop::experimental_token(features),
                 ..Default::default()
             })
             .await
@@ -94,6 +101,7 @@ impl GpuContext {
             adapter_features,
             cooperative_matrix,
             max_binding,
+            compute: Default::default(),
             constants: Default::default(),
             target_groups,
         })
@@ -102,6 +110,42 @@ impl GpuContext {
     /// Workgroups a reduction aims to spread over (see [`ContextOptions::target_groups`]).
     pub fn target_groups(&self) -> usize {
         self.target_groups
+    }
+
+    /// The path the GEMMs take now (fp32 unless `engine::gemm::select_compute` chose cooperative
+    /// matrices).
+    pub fn compute_path(&self) -> ComputePath {
+        *self.compute.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Why cooperative matrices cannot run on this device, or the path they take.
+    pub fn coop_path(&self) -> std::result::Result<ComputePath, String> {
+        super::coop::coop_path(&CoopOffer {
+            features: self.device.features(),
+            configs: &self.cooperative_matrix,
+            subgroup_sizes: (self.info.subgroup_min_size, self.info.subgroup_max_size),
+            workgroup_bytes: self.limits.max_compute_workgroup_storage_size,
+            invocations: self.limits.max_compute_invocations_per_workgroup,
+        })
+    }
+
+    /// Sets the GEMMs' path; cooperative matrices only where [`GpuContext::coop_path`] allows
+    /// them (an error naming why otherwise).
+    pub fn set_compute_path(&self, path: ComputePath) -> Result<()> {
+        if path != ComputePath::Fp32 {
+            let possible = self.coop_path().map_err(|why| FdsrError::Gpu {
+                stage: "compute path".into(),
+                message: format!("cooperative matrices cannot run on {}: {why}", self.adapter_description()),
+            })?;
+            if possible != path {
+                return Err(FdsrError::Gpu {
+                    stage: "compute path".into(),
+                    message: format!("{path:?} asked for, this device runs {possible:?}"),
+                });
+            }
+        }
+        *self.compute.lock().unwrap_or_else(|e| e.into_inner()) = path;
+        Ok(())
     }
 
     /// Whether the device has subgroup operations (reductions then use `subgroupAdd`).

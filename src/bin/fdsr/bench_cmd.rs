@@ -56,6 +56,10 @@ enum What {
         /// a GPU's plans (splits of K, chunked batch-norm statistics) on any adapter.
         #[arg(long)]
         target_groups: Option<usize>,
+        /// How conv and linear layers multiply: auto (cooperative matrices where offered and
+        /// self-checked) or fp32.
+        #[arg(long, default_value = "auto")]
+        compute: String,
         /// Reduce through workgroup memory even where the adapter has subgroups.
         #[arg(long)]
         no_subgroups: bool,
@@ -139,9 +143,14 @@ fn samples(fashion: bool) -> Result<Vec<quality::Sample>> {
 /// Runs the command.
 pub fn run(a: &BenchArgs) -> Result<()> {
     let ctx = match &a.what {
-        What::Train { target_groups, no_subgroups, .. } => {
-            let opts =
-                ContextOptions { target_groups: *target_groups, no_subgroups: *no_subgroups, ..Default::default() };
+        What::Train { target_groups, no_subgroups, compute, .. } => {
+            let compute: fdsr::gpu::Compute = compute.parse()?;
+            let opts = ContextOptions {
+                target_groups: *target_groups,
+                no_subgroups: *no_subgroups,
+                no_cooperative_matrix: compute == fdsr::gpu::Compute::Fp32,
+                ..Default::default()
+            };
             pollster::block_on(fdsr::GpuContext::with_options(opts))?
         }
         _ => super::gpu()?,
@@ -165,8 +174,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             print!("{}", reuse::markdown(&rows));
         }
         What::Smoke { .. } => {}
-        What::Train { model, batch, steps, .. } => {
-            let r = pollster::block_on(fdsr::bench::train::measure(&ctx, model.parse()?, *batch, (*steps).max(1)))?;
+        What::Train { model, batch, steps, compute, .. } => {
+            let (model, compute) = (model.parse()?, compute.parse()?);
+            let r = pollster::block_on(fdsr::bench::train::measure(&ctx, model, *batch, (*steps).max(1), compute))?;
             print!("{}", r.report());
         }
         What::Memory { model, cap_mib, policies, max_batch } => {

@@ -62,7 +62,7 @@ pub(crate) fn run_all(train: &TrainArgs, policies: &[String], seeds: u64) -> Res
         cfgs.push((a, prec));
     }
     let data = load_data(train)?;
-    let ctx = crate::gpu()?;
+    let ctx = crate::gpu_for(config(train)?.compute)?;
     let mut rows = Vec::new();
     for (p, (cfg, prec)) in policies.iter().zip(cfgs) {
         let mut runs = Vec::new();

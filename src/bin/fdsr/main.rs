@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use fdsr::codec::api;
 use fdsr::codec::config::{parse_list, BitChoice, CodecOptions, Policy};
+use fdsr::gpu::{Compute, ContextOptions};
 use fdsr::io::{read_npy, write_atomic, write_npy, Tensor};
 use fdsr::{Compressed, FdsrError, GpuContext, Result};
 use std::path::PathBuf;
@@ -126,6 +127,21 @@ fn policy_of(a: &CompressArgs) -> Result<Policy> {
 /// Native entry points wrap the library's async functions here, never inside the library.
 pub fn gpu() -> Result<GpuContext> {
     pollster::block_on(GpuContext::new())
+}
+
+/// A context whose matrix products take the path `compute` selects (under `auto`: cooperative
+/// matrices where offered and self-checked); the choice is said once on stderr, as a warning when
+/// the self-check failed. `fp32` does not even request the experimental feature.
+pub fn gpu_for(compute: Compute) -> Result<GpuContext> {
+    let opts = ContextOptions { no_cooperative_matrix: compute == Compute::Fp32, ..Default::default() };
+    let ctx = pollster::block_on(GpuContext::with_options(opts))?;
+    let report = pollster::block_on(fdsr::engine::gemm::select_compute(&ctx, compute))?;
+    if report.self_check_failed {
+        eprintln!("warning: {report}");
+    } else {
+        eprintln!("{report}");
+    }
+    Ok(ctx)
 }
 
 fn compress_cmd(a: &CompressArgs) -> Result<()> {

@@ -110,6 +110,11 @@ pub struct TrainArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// How conv and linear layers multiply: auto (cooperative matrices, f16 operands with f32
+    /// accumulation, where the adapter offers them and a self-check at start passes; fp32
+    /// elsewhere) or fp32 (exact fp32 everywhere).
+    #[arg(long, default_value = "auto")]
+    pub(crate) compute: String,
 }
 
 /// The run's configuration, after checking every numeric flag (no data or GPU work yet).
@@ -140,6 +145,7 @@ pub(crate) fn config(a: &TrainArgs) -> Result<TrainConfig> {
         seed: a.seed,
         augment: a.augment,
         policy,
+        compute: a.compute.parse()?,
     })
 }
 
@@ -394,7 +400,7 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     let precision = precision_of(&a.precision)?;
     pfq_report::check_signal(precision.as_ref(), a.val)?;
     let data = load_data(a)?;
-    let summary = train_run(&crate::gpu()?, a, cfg, precision, &data)?;
+    let summary = train_run(&crate::gpu_for(cfg.compute)?, a, cfg, precision, &data)?;
     println!("{summary}");
     Ok(())
 }

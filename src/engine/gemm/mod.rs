@@ -2,14 +2,18 @@
 //! gradients) as tiled matrix products recorded into a command encoder, each laid over the GPU
 //! by a [`GemmPlan`] (tile shape and split of K from the shapes).
 
+mod coop;
 mod plan;
+mod select;
 
+pub use coop::{operand_lens, record_absmax, scale_exponent, scale_groups, unscale};
 pub use plan::{GemmPlan, TILE_ROWS};
+pub use select::{rel_error, select_compute, ComputeReport, SELF_CHECK_TOLERANCE};
 
 use super::tensor::Tensor;
 use crate::error::{FdsrError, Result};
 use crate::gpu::kernel::{dispatch, dispatch_with, uniform, MAX_GROUPS_PER_DIM};
-use crate::gpu::{Category, GpuContext};
+use crate::gpu::{Category, ComputePath, GpuContext};
 pub use crate::reference::conv::ConvGeom;
 
 /// Mirror of `GemmParams` in `shaders/gemm.wgsl`.
@@ -99,7 +103,8 @@ fn too_big(p: &GemmParams, splits: usize) -> Result<()> {
 }
 
 /// Records `entry` over C's tiles as [`GemmPlan::choose`] lays it out. With a split of K the
-/// partial sums go to a workspace and `reduce_splits` adds them in order into `out`.
+/// partial sums go to a workspace and `reduce_splits` adds them in order into `out`. The product
+/// runs on cooperative matrices where the context's compute path says so.
 #[allow(clippy::too_many_arguments)]
 fn run(
     ctx: &GpuContext,
@@ -125,12 +130,20 @@ fn run(
     let bias = bias.unwrap_or(a);
     ctx.profiler.add_flops(entry, 2.0 * m as f64 * n as f64 * k as f64);
     let pbuf = uniform(ctx, entry, &p);
-    let kernel = ("gemm", entry, &[("TM", plan.tm as f64)][..]);
+    let product = |enc: &mut wgpu::CommandEncoder, target: &wgpu::Buffer| match ctx.compute_path() {
+        ComputePath::Fp32 => {
+            let kernel = ("gemm", entry, &[("TM", plan.tm as f64)][..]);
+            dispatch_with(ctx, enc, kernel, &[&pbuf, a, b, bias, target], grid)
+        }
+        ComputePath::Coop { rounds } => {
+            coop::record(ctx, enc, (entry, rounds), &plan, &p, &pbuf, [a, b, bias], target, grid)
+        }
+    };
     if plan.splits == 1 {
-        return dispatch_with(ctx, enc, kernel, &[&pbuf, a, b, bias, out.buffer()], grid);
+        return product(enc, out.buffer());
     }
     let partial = Tensor::uninit(ctx, &[plan.splits, m, n], Category::Workspace);
-    dispatch_with(ctx, enc, kernel, &[&pbuf, a, b, bias, partial.buffer()], grid)?;
+    product(enc, partial.buffer())?;
     let groups = plan.reduce_groups(m * n) as u32;
     dispatch(ctx, enc, "gemm", "reduce_splits", &[&pbuf, partial.buffer(), b, b, out.buffer()], groups)
 }

@@ -1,0 +1,234 @@
+//! The cooperative-matrix GEMM path: where the adapter has no cooperative matrices (lavapipe),
+//! `--compute auto` resolves to fp32 and trains bit for bit like `fp32`; where it has them, the
+//! coop kernel matches `fdsr::reference` products of every kind (splits of K and gradient-sized
+//! operands included) within the f16 tolerance, and really is not the fp32 kernel.
+
+mod common;
+
+use common::{rand, read, up};
+use fdsr::data::synthetic;
+use fdsr::engine::batch::{epoch_order, make_batch, Normalization};
+use fdsr::engine::gemm::{self, rel_error, select_compute, ConvGeom, GemmPlan, SELF_CHECK_TOLERANCE};
+use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
+use fdsr::engine::{ModelName, Tensor, TrainConfig, Trainer};
+use fdsr::gpu::{Category, Compute, ComputePath, ContextOptions, GPU_TARGET_GROUPS};
+use fdsr::reference::conv as r;
+use fdsr::GpuContext;
+
+fn config(compute: Compute) -> TrainConfig {
+    TrainConfig {
+        model: ModelName::Tiny,
+        epochs: 1,
+        batch: 8,
+        lr: 0.05,
+        schedule: Schedule::Constant,
+        opt: OptConfig::defaults(OptKind::Sgd),
+        seed: 5,
+        augment: false,
+        policy: None,
+        compute,
+    }
+}
+
+/// All parameter values after `steps` steps of `cfg` on synthetic images.
+fn train(ctx: &GpuContext, cfg: TrainConfig, steps: usize) -> Vec<f32> {
+    let data = synthetic::images(cfg.batch, 28, 28, 10, 3);
+    let norm = Normalization::of(&data);
+    let mut t = Trainer::new(ctx, cfg.clone()).unwrap();
+    let order = epoch_order(data.len(), cfg.seed, 0);
+    for s in 0..steps {
+        let idx: Vec<usize> = (0..cfg.batch).map(|i| order[(s * cfg.batch + i) % data.len()]).collect();
+        let (x, y) = make_batch(&data, &idx, norm, None).unwrap();
+        pollster::block_on(t.step(ctx, &x, &y, cfg.lr)).unwrap();
+    }
+    let mut params = Vec::new();
+    t.model.visit(&mut |p| params.extend(pollster::block_on(p.value.to_vec(ctx)).unwrap()));
+    params
+}
+
+#[test]
+fn auto_without_cooperative_matrices_is_the_fp32_path_bit_for_bit() {
+    let Some(ctx) = common::gpu() else { return };
+    if let Ok(path) = ctx.coop_path() {
+        eprintln!("skipping: {} has cooperative matrices ({path:?}); see the kernel test", ctx.adapter_description());
+        return;
+    }
+    let report = pollster::block_on(select_compute(&ctx, Compute::Auto)).unwrap();
+    assert_eq!(report.path, ComputePath::Fp32, "{report}");
+    assert!(!report.self_check_failed, "no self-check runs without cooperative matrices: {report}");
+    assert!(report.to_string().starts_with("compute: fp32 (no cooperative matrices: "), "{report}");
+    // A device without the feature refuses the coop path with an error naming why.
+    let e = ctx.set_compute_path(ComputePath::Coop { rounds: 1 }).unwrap_err().to_string();
+    assert!(e.contains("cooperative matrices cannot run"), "{e}");
+    assert_eq!(ctx.compute_path(), ComputePath::Fp32);
+    let auto = train(&ctx, config(Compute::Auto), 3);
+    let fp32 = train(&ctx, config(Compute::Fp32), 3);
+    assert_eq!(auto.len(), fp32.len());
+    assert!(auto.iter().zip(&fp32).all(|(a, b)| a.to_bits() == b.to_bits()), "auto differs from fp32");
+    // Not vacuous: the steps moved the weights away from their initialization.
+    assert_ne!(train(&ctx, config(Compute::Fp32), 0), fp32);
+}
+
+#[test]
+fn fp32_forces_fp32_and_skips_the_experimental_feature() {
+    let opts = ContextOptions { no_cooperative_matrix: true, ..Default::default() };
+    let Some(ctx) = common::gpu_with(opts) else { return };
+    assert!(!ctx.device.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX));
+    assert!(ctx.coop_path().is_err(), "the feature was not requested, so the path cannot run");
+    let report = pollster::block_on(select_compute(&ctx, Compute::Fp32)).unwrap();
+    assert_eq!((report.path, report.to_string().as_str()), (ComputePath::Fp32, "compute: fp32 (--compute fp32)"));
+}
+
+const GEOMS: [ConvGeom; 4] = [
+    ConvGeom { batch: 2, cin: 3, h: 9, w: 7, cout: 5, ksize: 3, stride: 1, pad: 1 },
+    ConvGeom { batch: 3, cin: 4, h: 10, w: 10, cout: 70, ksize: 3, stride: 2, pad: 1 },
+    ConvGeom { batch: 2, cin: 17, h: 5, w: 6, cout: 9, ksize: 3, stride: 1, pad: 0 },
+    // The weight gradient splits K on a GPU's plan.
+    ConvGeom { batch: 4, cin: 3, h: 32, w: 32, cout: 16, ksize: 3, stride: 1, pad: 1 },
+];
+
+/// Runs `f` on the coop path and on fp32; returns both results.
+fn both(ctx: &GpuContext, path: ComputePath, f: &dyn Fn(&mut wgpu::CommandEncoder) -> Tensor) -> (Vec<f32>, Vec<f32>) {
+    let mut out = Vec::new();
+    for p in [path, ComputePath::Fp32] {
+        ctx.set_compute_path(p).unwrap();
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let t = f(&mut enc);
+        ctx.queue.submit([enc.finish()]);
+        out.push(read(ctx, &t));
+    }
+    let fp32 = out.pop().unwrap();
+    (out.pop().unwrap(), fp32)
+}
+
+/// The coop result is within the f16 tolerance of the reference and differs from the fp32
+/// kernel's somewhere (f16 rounding shows: the coop kernel really ran).
+fn check(what: &str, (coop, fp32): (Vec<f32>, Vec<f32>), want: &[f32]) {
+    let e = rel_error(&coop, want);
+    assert!(e <= SELF_CHECK_TOLERANCE, "{what}: relative error {e:.2e}");
+    assert!(rel_error(&fp32, want) < 1e-5, "{what}: the fp32 kernel is off");
+    assert!(coop.iter().zip(&fp32).any(|(a, b)| a.to_bits() != b.to_bits()), "{what}: coop gave fp32's bits");
+}
+
+#[test]
+fn coop_kernel_matches_the_reference_where_offered() {
+    let opts = ContextOptions { target_groups: Some(GPU_TARGET_GROUPS), ..Default::default() };
+    let Some(ctx) = common::gpu_with(opts) else { return };
+    let path = match ctx.coop_path() {
+        Ok(path) => path,
+        Err(why) => {
+            eprintln!("skipping: no cooperative-matrix path on {}: {why}", ctx.adapter_description());
+            return;
+        }
+    };
+    let report = pollster::block_on(select_compute(&ctx, Compute::Auto)).unwrap();
+    assert_eq!(report.path, path, "the self-check failed: {report}");
+    let mut split = false;
+    for (i, g) in GEOMS.iter().enumerate() {
+        let seed = 100 + i as u64 * 10;
+        let xs = [g.batch, g.cin, g.h, g.w];
+        let x = rand(xs.iter().product(), seed);
+        let w = rand(g.weight_shape().iter().product(), seed + 1);
+        let bias = rand(g.cout, seed + 2);
+        // Gradient-sized output gradients.
+        let dy: Vec<f32> = rand(g.out_shape().iter().product(), seed + 3).iter().map(|v| v * 1e-6).collect();
+        let (xt, wt, bt, dyt) = (
+            up(&ctx, &x, &xs),
+            up(&ctx, &w, &g.weight_shape()),
+            up(&ctx, &bias, &[g.cout]),
+            up(&ctx, &dy, &g.out_shape()),
+        );
+        let y = both(&ctx, path, &|enc| gemm::conv2d_forward(&ctx, enc, &xt, &wt, Some(&bt), g.stride, g.pad).unwrap());
+        check(&format!("{g:?} y"), y, &r::conv2d_forward(g, &x, &w, Some(&bias)));
+        let dx = both(&ctx, path, &|enc| gemm::conv2d_backward_data(&ctx, enc, g, &dyt, &wt).unwrap());
+        check(&format!("{g:?} dx"), dx, &r::conv2d_backward_data(g, &dy, &w));
+        let dw = both(&ctx, path, &|enc| {
+            let dw = Tensor::uninit(&ctx, &g.weight_shape(), Category::Gradients);
+            gemm::conv2d_backward_weight(&ctx, enc, g, &dyt, &xt, &dw).unwrap();
+            dw
+        });
+        check(&format!("{g:?} dw"), dw, &r::conv2d_backward_weight(g, &dy, &x));
+        let (m, n, k) = (g.cout, g.cin * g.ksize * g.ksize, g.batch * g.oh() * g.ow());
+        split |= GemmPlan::choose(m, n, k, ctx.target_groups(), ctx.max_binding_bytes()).splits > 1;
+    }
+    assert!(split, "no weight gradient split K");
+    let (rows, inner, cols) = (33, 70, 19);
+    let (x, w, bias) = (rand(rows * inner, 1), rand(cols * inner, 2), rand(cols, 3));
+    let dy: Vec<f32> = rand(rows * cols, 4).iter().map(|v| v * 1e-6).collect();
+    let (xt, wt, bt, dyt) = (
+        up(&ctx, &x, &[rows, inner]),
+        up(&ctx, &w, &[cols, inner]),
+        up(&ctx, &bias, &[cols]),
+        up(&ctx, &dy, &[rows, cols]),
+    );
+    let y = both(&ctx, path, &|enc| gemm::linear_forward(&ctx, enc, &xt, &wt, Some(&bt)).unwrap());
+    check("linear y", y, &r::linear_forward(&x, &w, Some(&bias), rows, inner, cols));
+    let (rdx, rdw, _) = r::linear_backward(&dy, &x, &w, rows, inner, cols);
+    let dx = both(&ctx, path, &|enc| gemm::linear_backward_data(&ctx, enc, &dyt, &wt).unwrap());
+    check("linear dx", dx, &rdx);
+    let dw = both(&ctx, path, &|enc| {
+        let dw = Tensor::uninit(&ctx, &[cols, inner], Category::Gradients);
+        gemm::linear_backward_weight(&ctx, enc, &dyt, &xt, &dw).unwrap();
+        dw
+    });
+    check("linear dw", dw, &rdw);
+}
+
+/// The abs-max behind the coop kernel's scales (it runs anywhere): the bits of max |x| over the
+/// first `len` values only, over many workgroups, accumulated into its slot of a cleared buffer.
+#[test]
+fn absmax_finds_the_largest_magnitude_of_the_operand() {
+    let Some(ctx) = common::gpu() else { return };
+    let n = 300_000; // more than one workgroup's share (2048 values)
+    let mut x: Vec<f32> = rand(n, 9).iter().map(|v| v * 1e-6).collect();
+    x[123_457] = -3.5e-6; // the largest magnitude is negative
+    x[n - 1] = 1.0; // past `len`: not counted
+    let xt = up(&ctx, &x, &[n]);
+    let scales = up(&ctx, &[7.0, 7.0], &[2]);
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    enc.clear_buffer(scales.buffer(), 0, None);
+    gemm::record_absmax(&ctx, &mut enc, xt.buffer(), n - 1, scales.buffer(), 1).unwrap();
+    ctx.queue.submit([enc.finish()]);
+    let got = read(&ctx, &scales);
+    let want = x[..n - 1].iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert_eq!(want, 3.5e-6);
+    assert_eq!(got[1].to_bits(), want.to_bits(), "slot 1");
+    assert_eq!(got[0].to_bits(), 0, "slot 0 stays cleared");
+    assert!(gemm::scale_groups(n - 1) > 1, "one workgroup only");
+}
+
+/// The coop kernel's `scale_exp` and `unscale` (WGSL, shared through `gemm_scale_fns.wgsl`) run
+/// through `gemm_scale`'s probe on any adapter and agree with the host's mirrors bit for bit.
+#[test]
+fn the_kernels_scale_functions_match_the_host() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut x: Vec<f32> = vec![0.0, 1.0, -1.0, 0.75, 3.5e-6, -1e-6, 65504.0, 1e-30, 3e38, f32::MIN_POSITIVE, 1e-40];
+    x.extend(rand(200, 21).iter().map(|v| v * 1e-3));
+    for t in [-252i32, -114, -1, 0, 1, 37, 252] {
+        let xt = up(&ctx, &x, &[x.len()]);
+        let out = up(&ctx, &vec![0.0; 2 * x.len()], &[2 * x.len()]);
+        let q = [x.len() as u32, t as u32, 0, 0];
+        let qbuf = fdsr::gpu::kernel::uniform(&ctx, "probe", &q);
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let groups = (x.len() as u32).div_ceil(64);
+        fdsr::gpu::kernel::dispatch(
+            &ctx,
+            &mut enc,
+            "gemm_scale",
+            "scale_probe",
+            &[&qbuf, xt.buffer(), out.buffer()],
+            groups,
+        )
+        .unwrap();
+        ctx.queue.submit([enc.finish()]);
+        let got = read(&ctx, &out);
+        for (i, &v) in x.iter().enumerate() {
+            assert_eq!(got[2 * i].to_bits() as i32, gemm::scale_exponent(v.abs()), "scale_exp of {v}");
+            let want = gemm::unscale(v, t);
+            // Subnormal results may flush to zero on a device.
+            let ok = got[2 * i + 1].to_bits() == want.to_bits()
+                || (want.abs() < f32::MIN_POSITIVE && got[2 * i + 1].abs() < f32::MIN_POSITIVE);
+            assert!(ok, "unscale({v}, {t}): {} vs {want}", got[2 * i + 1]);
+        }
+    }
+}
