@@ -236,16 +236,22 @@ impl Run {
         sh.request_repaint();
     }
 
+    /// Takes the session out for a task and marks it busy; `None` while a step or read runs
+    /// (or, with `healthy`, after an error).
+    fn claim(&self, healthy: bool) -> Option<Session> {
+        let mut sh = self.shared.borrow_mut();
+        if sh.busy || (healthy && sh.error.is_some()) {
+            return None;
+        }
+        let session = sh.session.take()?;
+        sh.busy = true;
+        Some(session)
+    }
+
     /// Marks the session as busy and returns the task that reads layer `layer`'s output for
     /// the codec story, or `None` while a step runs.
     pub fn inspect_task(&self, layer: usize) -> Option<impl std::future::Future<Output = ()> + 'static> {
-        let mut sh = self.shared.borrow_mut();
-        if sh.busy {
-            return None;
-        }
-        let mut session = sh.session.take()?;
-        sh.busy = true;
-        drop(sh);
+        let mut session = self.claim(false)?;
         let run = self.clone();
         Some(async move {
             let out = read_activation(&run.ctx, &mut session, &run.data.test, layer).await.map_err(|e| e.to_string());
@@ -263,13 +269,7 @@ impl Run {
     /// [`TestPoint`] to the history, or `None` while a step or read runs. On the web each batch
     /// is awaited, so the page keeps drawing.
     pub fn eval_task(&self) -> Option<impl std::future::Future<Output = ()> + 'static> {
-        let mut sh = self.shared.borrow_mut();
-        if sh.busy || sh.error.is_some() {
-            return None;
-        }
-        let mut session = sh.session.take()?;
-        sh.busy = true;
-        drop(sh);
+        let mut session = self.claim(true)?;
         let run = self.clone();
         Some(async move {
             let (norm, t0) = (session.norm, Instant::now());
