@@ -11,9 +11,7 @@ pub const AC_CHOICES: [u8; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 16];
 pub const DC_CHOICES: [u8; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 16];
 /// Up to this many bands (DC included) the search is exhaustive; above it, greedy.
 pub const EXHAUSTIVE_MAX_BANDS: usize = 5;
-/// Weight of the coherent errors (DC, dropped bands) of gradient-aware allocation, as the device
-/// computes it (f32).
-pub const COHERENT_WEIGHT: f32 = 64.0;
+pub use super::config::COHERENT_WEIGHT;
 
 /// Payload bits of one tile by class (zero, DC-only, full, reference in the serialized form):
 /// DC `b_0` bits for classes 1 and 2, plus for class 2 each AC band with `b > 0`: 8 bits of scale

@@ -6,6 +6,10 @@ use std::fmt;
 mod parse;
 pub use parse::{parse_list, split_policies};
 
+/// Weight of the coherent errors (DC, dropped bands) of gradient-aware allocation (`,grad`), as
+/// the device computes it (f32).
+pub const COHERENT_WEIGHT: f32 = 64.0;
+
 /// Default zig-zag band edges: DC `{0}`, low `[1,6)`, mid `[6,28)`, high `[28,64)`.
 pub const DEFAULT_BAND_EDGES: [u8; 5] = [0, 1, 6, 28, 64];
 /// Default AC-energy fraction under which a tile is stored as DC only.
@@ -57,11 +61,11 @@ pub struct FdsrConfig {
     /// (`,mask` and `,mask=zeros`); `,mask=shared` keeps only the ReLUs' masks, which are free.
     pub own_masks: bool,
     /// Gradient-aware allocation under a budget (`,grad`): a dropped band weighs
-    /// [`super::alloc::GRAD_COHERENT_WEIGHT`] times its energy, since its bias adds up in weight
+    /// [`COHERENT_WEIGHT`] (or `,grad=W`) times its energy, since its bias adds up in weight
     /// gradients where rounding noise averages out.
     pub grad_aware: bool,
     /// The coherent-error weight of gradient-aware allocation (`,grad=W`; `,grad` alone:
-    /// [`super::alloc::COHERENT_WEIGHT`]). Ignored without [`Self::grad_aware`].
+    /// [`COHERENT_WEIGHT`]). Ignored without [`Self::grad_aware`].
     pub grad_weight: f32,
     /// Accuracy-following budget (`,auto`): in training the budget controller may raise the
     /// total above the budget when the probe's gradient error is high (and lower it when low).
@@ -134,7 +138,7 @@ impl Default for FdsrConfig {
             mask_clamp: true,
             own_masks: true,
             grad_aware: false,
-            grad_weight: super::alloc::COHERENT_WEIGHT,
+            grad_weight: COHERENT_WEIGHT,
             auto: false,
             ratio: None,
         }
@@ -246,7 +250,7 @@ impl fmt::Display for Policy {
                 } else if c.mask_aware {
                     write!(f, ",mask=shared")?;
                 }
-                if c.grad_aware && c.grad_weight == super::alloc::COHERENT_WEIGHT {
+                if c.grad_aware && c.grad_weight == COHERENT_WEIGHT {
                     write!(f, ",grad")?;
                 } else if c.grad_aware {
                     write!(f, ",grad={}", c.grad_weight)?;
