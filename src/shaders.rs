@@ -7,6 +7,10 @@ pub const RNG: &str = include_str!("../shaders/rng.wgsl");
 /// tables at binding 0, prepended (after [`RNG`]) to codec shaders.
 pub const COMMON: &str = include_str!("../shaders/common.wgsl");
 
+/// The fdsr encoder's parameters, bindings, tile loads and per-band statistics, prepended (after
+/// [`COMMON`]) to its passes.
+pub const FDSR_TILES: &str = include_str!("../shaders/fdsr_tiles.wgsl");
+
 /// `GateParams`, the uniform both DFQ gate shaders take, prepended (after [`RNG`]) to them.
 pub const GATE: &str = include_str!("../shaders/gate_params.wgsl");
 
@@ -37,6 +41,8 @@ pub enum Prelude {
     Rng,
     /// [`RNG`] then [`COMMON`] (its tables are then binding 0).
     Codec,
+    /// [`RNG`], [`COMMON`] then [`FDSR_TILES`].
+    Encode,
     /// [`RNG`] then [`GATE`].
     Gate,
     /// [`REDUCE_WG`].
@@ -78,7 +84,7 @@ const OPS_COMPARE: &str = include_str!("../shaders/ops_compare.wgsl");
 pub const SHADERS: &[ShaderInfo] = &[
     shader("copy", include_str!("../shaders/copy.wgsl"), Prelude::None, "rwu"),
     shader("scan", include_str!("../shaders/scan.wgsl"), Prelude::None, "uww"),
-    shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), Prelude::Codec, "uurwwwwr"),
+    shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), Prelude::Encode, "uurwwwwr"),
     shader("fdsr_alloc", include_str!("../shaders/fdsr_alloc.wgsl"), Prelude::None, "urrwwrw"),
     shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), Prelude::Codec, "uurww"),
     shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), Prelude::Codec, "uuruwrwwr"),
@@ -117,6 +123,7 @@ pub fn source(name: &str) -> Option<String> {
         Prelude::None => s.body.to_string(),
         Prelude::Rng => format!("{RNG}\n{}", s.body),
         Prelude::Codec => format!("{RNG}\n{COMMON}\n{}", s.body),
+        Prelude::Encode => format!("{RNG}\n{COMMON}\n{FDSR_TILES}\n{}", s.body),
         Prelude::Gate => format!("{RNG}\n{GATE}\n{}", s.body),
         Prelude::Reduce => format!("{REDUCE_WG}\n{}", s.body),
         Prelude::ReduceSubgroup => format!("{REDUCE_SG}\n{}", s.body),

@@ -1,0 +1,183 @@
+// What the fdsr encoder's passes share (docs/CODEC.md): its parameters and bindings, the header
+// and section reads of its region, edge-replicated tile loads, and the per-band statistics of a
+// tile's AC coefficients with the band edges as pipeline constants. Prepended (after the codec
+// primitives) to shaders/fdsr_encode.wgsl.
+
+struct FdsrParams {
+    planes: u32, h: u32, w: u32, tiles_x: u32,
+    tiles_per_plane: u32, tiles: u32, tile_base: u32, nbands: u32,
+    seed: u32, stream: u32, stochastic: u32, dc_threshold: f32,
+    dc_off: u32, cls_off: u32, pay_off: u32, _p0: u32,
+    edges: array<vec4<u32>, 3>,
+}
+
+const STATS: u32 = 20u; // per workgroup: 8 x sum(n*max^2), 8 x sum(coef^2), zero, dc-only, full, max
+const WG: u32 = 64u;
+const H_BITS: u32 = 0u;
+const H_E0: u32 = 8u;
+const H_CLASS_BITS: u32 = 9u;
+
+@group(0) @binding(1) var<uniform> p: FdsrParams;
+@group(0) @binding(2) var<storage, read> input: array<f32>;
+// Per tile: its class (analyze_tiles), then its size in bits (tile_sizes), then its bit offset (scan).
+@group(0) @binding(3) var<storage, read_write> work: array<u32>;
+// Per plane of the segment: the bits of max |DC|, then (at planes + plane) the non-zero tile count.
+@group(0) @binding(4) var<storage, read_write> plane_dcmax: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read_write> partials: array<f32>;
+@group(0) @binding(6) var<storage, read_write> region: array<atomic<u32>>;
+// Reuse state per tile (shaders/fdsr_reuse.wgsl): the representative of a reference at 3t + 2.
+@group(0) @binding(7) var<storage, read> tile_state: array<u32>;
+
+// Per-tile statistics of a workgroup, statistic s of invocation l at s * WG + l.
+var<workgroup> red: array<f32, 1280>;
+
+fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
+fn band_bits(i: u32) -> u32 { return atomicLoad(&region[H_BITS + i]); }
+fn header_e0() -> i32 { return bitcast<i32>(atomicLoad(&region[H_E0])); }
+fn class_size(c: u32) -> u32 { return atomicLoad(&region[H_CLASS_BITS + (c & 3u)]); }
+fn tile_class(t: u32) -> u32 { return (atomicLoad(&region[p.cls_off + (t >> 4u)]) >> ((t & 15u) * 2u)) & 3u; }
+fn dc_code(plane: u32) -> u32 { return (atomicLoad(&region[p.dc_off + (plane >> 2u)]) >> ((plane & 3u) * 8u)) & 0xffu; }
+
+// Row i of the tile at (y0, x0) of the plane at base, edge-replicated.
+fn load_row(base: u32, y0: u32, x0: u32, i: u32) -> Row {
+    let row = base + min(y0 + i, p.h - 1u) * p.w;
+    let wm = p.w - 1u;
+    return Row(vec4<f32>(input[row + min(x0, wm)], input[row + min(x0 + 1u, wm)],
+                         input[row + min(x0 + 2u, wm)], input[row + min(x0 + 3u, wm)]),
+               vec4<f32>(input[row + min(x0 + 4u, wm)], input[row + min(x0 + 5u, wm)],
+                         input[row + min(x0 + 6u, wm)], input[row + min(x0 + 7u, wm)]));
+}
+
+fn row_nonzero(r: Row) -> bool { return any(r.a != vec4<f32>(0.0)) || any(r.b != vec4<f32>(0.0)); }
+
+// Tile t (edge-replicated).
+fn load_tile(t: u32) -> Tile {
+    let plane = t / p.tiles_per_plane;
+    let r = t % p.tiles_per_plane;
+    let y0 = (r / p.tiles_x) * 8u;
+    let x0 = (r % p.tiles_x) * 8u;
+    let base = plane * p.h * p.w;
+    return Tile(load_row(base, y0, x0, 0u), load_row(base, y0, x0, 1u), load_row(base, y0, x0, 2u),
+                load_row(base, y0, x0, 3u), load_row(base, y0, x0, 4u), load_row(base, y0, x0, 5u),
+                load_row(base, y0, x0, 6u), load_row(base, y0, x0, 7u));
+}
+
+fn tile_nonzero(x: Tile) -> bool {
+    return row_nonzero(x.r0) || row_nonzero(x.r1) || row_nonzero(x.r2) || row_nonzero(x.r3) ||
+           row_nonzero(x.r4) || row_nonzero(x.r5) || row_nonzero(x.r6) || row_nonzero(x.r7);
+}
+
+// Running sum of squares and max of |.| over a row, in order.
+struct SumMax { sum: f32, mx: f32 }
+
+fn sq_step(acc: SumMax, v: f32) -> SumMax { return SumMax(acc.sum + v * v, max(acc.mx, abs(v))); }
+
+fn row_summax(acc0: SumMax, r: Row) -> SumMax {
+    var acc = sq_step(acc0, r.a.x);
+    acc = sq_step(acc, r.a.y);
+    acc = sq_step(acc, r.a.z);
+    acc = sq_step(acc, r.a.w);
+    acc = sq_step(acc, r.b.x);
+    acc = sq_step(acc, r.b.y);
+    acc = sq_step(acc, r.b.z);
+    return sq_step(acc, r.b.w);
+}
+
+// The band edges 2..8 as pipeline constants (64 past the last band), so that the band of each
+// coefficient below folds to a constant and its statistics stay in registers.
+override EDGE2: u32 = 64u;
+override EDGE3: u32 = 64u;
+override EDGE4: u32 = 64u;
+override EDGE5: u32 = 64u;
+override EDGE6: u32 = 64u;
+override EDGE7: u32 = 64u;
+override EDGE8: u32 = 64u;
+
+// Band of zig-zag index z >= 1 (band 0 is the DC alone).
+fn band_of(z: u32) -> u32 {
+    return 1u + u32(z >= EDGE2) + u32(z >= EDGE3) + u32(z >= EDGE4) + u32(z >= EDGE5) + u32(z >= EDGE6) +
+           u32(z >= EDGE7) + u32(z >= EDGE8);
+}
+
+// Per-band largest |coefficient| and energy of one tile's AC coefficients.
+struct BandAcc { mx: array<f32, 8>, energy: array<f32, 8> }
+
+fn band_acc(a: ptr<function, BandAcc>, z: u32, c: f32) {
+    let b = band_of(z);
+    (*a).mx[b] = max((*a).mx[b], abs(c));
+    (*a).energy[b] += c * c;
+}
+
+// Per-band statistics of the AC coefficients of c, in zig-zag order, into invocation t's slots of
+// red: band length x max^2, then the energy.
+fn band_stats(c: Tile, t: u32) {
+    var a: BandAcc;
+    band_acc(&a, 1u, c.r0.a.y);
+    band_acc(&a, 2u, c.r1.a.x);
+    band_acc(&a, 3u, c.r2.a.x);
+    band_acc(&a, 4u, c.r1.a.y);
+    band_acc(&a, 5u, c.r0.a.z);
+    band_acc(&a, 6u, c.r0.a.w);
+    band_acc(&a, 7u, c.r1.a.z);
+    band_acc(&a, 8u, c.r2.a.y);
+    band_acc(&a, 9u, c.r3.a.x);
+    band_acc(&a, 10u, c.r4.a.x);
+    band_acc(&a, 11u, c.r3.a.y);
+    band_acc(&a, 12u, c.r2.a.z);
+    band_acc(&a, 13u, c.r1.a.w);
+    band_acc(&a, 14u, c.r0.b.x);
+    band_acc(&a, 15u, c.r0.b.y);
+    band_acc(&a, 16u, c.r1.b.x);
+    band_acc(&a, 17u, c.r2.a.w);
+    band_acc(&a, 18u, c.r3.a.z);
+    band_acc(&a, 19u, c.r4.a.y);
+    band_acc(&a, 20u, c.r5.a.x);
+    band_acc(&a, 21u, c.r6.a.x);
+    band_acc(&a, 22u, c.r5.a.y);
+    band_acc(&a, 23u, c.r4.a.z);
+    band_acc(&a, 24u, c.r3.a.w);
+    band_acc(&a, 25u, c.r2.b.x);
+    band_acc(&a, 26u, c.r1.b.y);
+    band_acc(&a, 27u, c.r0.b.z);
+    band_acc(&a, 28u, c.r0.b.w);
+    band_acc(&a, 29u, c.r1.b.z);
+    band_acc(&a, 30u, c.r2.b.y);
+    band_acc(&a, 31u, c.r3.b.x);
+    band_acc(&a, 32u, c.r4.a.w);
+    band_acc(&a, 33u, c.r5.a.z);
+    band_acc(&a, 34u, c.r6.a.y);
+    band_acc(&a, 35u, c.r7.a.x);
+    band_acc(&a, 36u, c.r7.a.y);
+    band_acc(&a, 37u, c.r6.a.z);
+    band_acc(&a, 38u, c.r5.a.w);
+    band_acc(&a, 39u, c.r4.b.x);
+    band_acc(&a, 40u, c.r3.b.y);
+    band_acc(&a, 41u, c.r2.b.z);
+    band_acc(&a, 42u, c.r1.b.w);
+    band_acc(&a, 43u, c.r2.b.w);
+    band_acc(&a, 44u, c.r3.b.z);
+    band_acc(&a, 45u, c.r4.b.y);
+    band_acc(&a, 46u, c.r5.b.x);
+    band_acc(&a, 47u, c.r6.a.w);
+    band_acc(&a, 48u, c.r7.a.z);
+    band_acc(&a, 49u, c.r7.a.w);
+    band_acc(&a, 50u, c.r6.b.x);
+    band_acc(&a, 51u, c.r5.b.y);
+    band_acc(&a, 52u, c.r4.b.z);
+    band_acc(&a, 53u, c.r3.b.w);
+    band_acc(&a, 54u, c.r4.b.w);
+    band_acc(&a, 55u, c.r5.b.z);
+    band_acc(&a, 56u, c.r6.b.y);
+    band_acc(&a, 57u, c.r7.b.x);
+    band_acc(&a, 58u, c.r7.b.y);
+    band_acc(&a, 59u, c.r6.b.z);
+    band_acc(&a, 60u, c.r5.b.w);
+    band_acc(&a, 61u, c.r6.b.w);
+    band_acc(&a, 62u, c.r7.b.z);
+    band_acc(&a, 63u, c.r7.b.w);
+    for (var b = 1u; b < 8u; b++) {
+        let len = select(0.0, f32(edge(b + 1u) - edge(b)), b < p.nbands);
+        red[b * WG + t] = len * a.mx[b] * a.mx[b];
+        red[(8u + b) * WG + t] = a.energy[b];
+    }
+}
