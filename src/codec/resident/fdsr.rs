@@ -15,7 +15,7 @@ use crate::reference::alloc_rule::{self, AllocMode};
 pub use super::params::{AllocParams, DecodeParams, EncodeParams};
 
 const WG: u32 = 64;
-/// Statistics per analysis workgroup (`shaders/fdsr_encode.wgsl`).
+/// Statistics per analysis workgroup (`STATS` of `shaders/fdsr_tiles.wgsl`).
 pub const STATS: u64 = 20;
 
 /// Tiling of one segment (whole planes) of an `[N, C, H, W]` tensor.

@@ -1,7 +1,7 @@
 //! The uniform parameter structs of the `fdsr` kernels, each the `#[repr(C)]` mirror of its WGSL
 //! struct (tests/param_layouts.rs checks the sizes).
 
-/// Mirror of `FdsrParams` in `shaders/fdsr_encode.wgsl`.
+/// Mirror of `FdsrParams` in `shaders/fdsr_tiles.wgsl` (the encoder's prelude).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct EncodeParams {
