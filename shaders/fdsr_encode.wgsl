@@ -127,75 +127,6 @@ fn band_start(b: u32) -> u32 {
                                        EDGE4, b == 4u), EDGE3, b == 3u), EDGE2, b == 2u), 1u, b == 1u);
 }
 
-// Per-band largest |AC coefficient| of c (the energies are left unused).
-fn band_max(c: Tile) -> BandAcc {
-    var a: BandAcc;
-    band_acc(&a, 1u, c.r0.a.y);
-    band_acc(&a, 2u, c.r1.a.x);
-    band_acc(&a, 3u, c.r2.a.x);
-    band_acc(&a, 4u, c.r1.a.y);
-    band_acc(&a, 5u, c.r0.a.z);
-    band_acc(&a, 6u, c.r0.a.w);
-    band_acc(&a, 7u, c.r1.a.z);
-    band_acc(&a, 8u, c.r2.a.y);
-    band_acc(&a, 9u, c.r3.a.x);
-    band_acc(&a, 10u, c.r4.a.x);
-    band_acc(&a, 11u, c.r3.a.y);
-    band_acc(&a, 12u, c.r2.a.z);
-    band_acc(&a, 13u, c.r1.a.w);
-    band_acc(&a, 14u, c.r0.b.x);
-    band_acc(&a, 15u, c.r0.b.y);
-    band_acc(&a, 16u, c.r1.b.x);
-    band_acc(&a, 17u, c.r2.a.w);
-    band_acc(&a, 18u, c.r3.a.z);
-    band_acc(&a, 19u, c.r4.a.y);
-    band_acc(&a, 20u, c.r5.a.x);
-    band_acc(&a, 21u, c.r6.a.x);
-    band_acc(&a, 22u, c.r5.a.y);
-    band_acc(&a, 23u, c.r4.a.z);
-    band_acc(&a, 24u, c.r3.a.w);
-    band_acc(&a, 25u, c.r2.b.x);
-    band_acc(&a, 26u, c.r1.b.y);
-    band_acc(&a, 27u, c.r0.b.z);
-    band_acc(&a, 28u, c.r0.b.w);
-    band_acc(&a, 29u, c.r1.b.z);
-    band_acc(&a, 30u, c.r2.b.y);
-    band_acc(&a, 31u, c.r3.b.x);
-    band_acc(&a, 32u, c.r4.a.w);
-    band_acc(&a, 33u, c.r5.a.z);
-    band_acc(&a, 34u, c.r6.a.y);
-    band_acc(&a, 35u, c.r7.a.x);
-    band_acc(&a, 36u, c.r7.a.y);
-    band_acc(&a, 37u, c.r6.a.z);
-    band_acc(&a, 38u, c.r5.a.w);
-    band_acc(&a, 39u, c.r4.b.x);
-    band_acc(&a, 40u, c.r3.b.y);
-    band_acc(&a, 41u, c.r2.b.z);
-    band_acc(&a, 42u, c.r1.b.w);
-    band_acc(&a, 43u, c.r2.b.w);
-    band_acc(&a, 44u, c.r3.b.z);
-    band_acc(&a, 45u, c.r4.b.y);
-    band_acc(&a, 46u, c.r5.b.x);
-    band_acc(&a, 47u, c.r6.a.w);
-    band_acc(&a, 48u, c.r7.a.z);
-    band_acc(&a, 49u, c.r7.a.w);
-    band_acc(&a, 50u, c.r6.b.x);
-    band_acc(&a, 51u, c.r5.b.y);
-    band_acc(&a, 52u, c.r4.b.z);
-    band_acc(&a, 53u, c.r3.b.w);
-    band_acc(&a, 54u, c.r4.b.w);
-    band_acc(&a, 55u, c.r5.b.z);
-    band_acc(&a, 56u, c.r6.b.y);
-    band_acc(&a, 57u, c.r7.b.x);
-    band_acc(&a, 58u, c.r7.b.y);
-    band_acc(&a, 59u, c.r6.b.z);
-    band_acc(&a, 60u, c.r5.b.w);
-    band_acc(&a, 61u, c.r6.b.w);
-    band_acc(&a, 62u, c.r7.b.z);
-    band_acc(&a, 63u, c.r7.b.w);
-    return a;
-}
-
 // The pack of one full tile's AC coefficients: the tile's RNG key, and per band its
 // bits, scale code and inverse scale.
 struct Pack { key: u32, stochastic: bool, bits: array<u32, 8>, code: array<u32, 8>, inv: array<f32, 8> }
@@ -248,7 +179,7 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     if (cls == 2u) {
         // Every AC coefficient in zig-zag order, each band's scale code before its first.
         var s = Pack(key ^ (gt * 64u), stochastic, array<u32, 8>(), array<u32, 8>(), array<f32, 8>());
-        let mx = band_max(c);
+        let mx = band_accumulate(c); // (its energies unused)
         for (var b = 1u; b < 8u; b++) {
             s.bits[b] = select(0u, band_bits(b), b < p.nbands);
             s.code[b] = encode_scale(mx.mx[b], e0);

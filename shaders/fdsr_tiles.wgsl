@@ -108,9 +108,8 @@ fn band_acc(a: ptr<function, BandAcc>, z: u32, c: f32) {
     (*a).energy[b] += c * c;
 }
 
-// Per-band statistics of the AC coefficients of c, in zig-zag order, into invocation t's slots of
-// red: band length x max^2, then the energy.
-fn band_stats(c: Tile, t: u32) {
+// Per-band largest |coefficient| and energy of the AC coefficients of c, in zig-zag order.
+fn band_accumulate(c: Tile) -> BandAcc {
     var a: BandAcc;
     band_acc(&a, 1u, c.r0.a.y);
     band_acc(&a, 2u, c.r1.a.x);
@@ -175,6 +174,13 @@ fn band_stats(c: Tile, t: u32) {
     band_acc(&a, 61u, c.r6.b.w);
     band_acc(&a, 62u, c.r7.b.z);
     band_acc(&a, 63u, c.r7.b.w);
+    return a;
+}
+
+// Per-band statistics of the AC coefficients of c into invocation t's slots of red: band length
+// x max^2, then the energy.
+fn band_stats(c: Tile, t: u32) {
+    let a = band_accumulate(c);
     for (var b = 1u; b < 8u; b++) {
         let len = select(0.0, f32(edge(b + 1u) - edge(b)), b < p.nbands);
         red[b * WG + t] = len * a.mx[b] * a.mx[b];
