@@ -61,15 +61,10 @@ pub struct FdsrStats {
     pub gmax: f32,
     /// Weight of the errors that add up coherently in a weight gradient — the DC band's (constant
     /// over a tile) and a dropped band's (a bias) — against the other bands' rounding noise: 1
-    /// for reconstruction error; [`GRAD_COHERENT_WEIGHT`] for gradient-aware allocation
+    /// for reconstruction error; [`COHERENT_WEIGHT`] (or `,grad=W`) for gradient-aware allocation
     /// (`fdsr:…,grad`).
     pub coherent_weight: f64,
 }
-
-/// Coherent-error weight of gradient-aware allocation. A weight gradient sums products over many
-/// values: unbiased rounding noise of the AC coefficients averages out in that sum, while a DC
-/// error (the same offset on all 64 values of a tile) or a dropped band's bias adds up.
-pub const GRAD_COHERENT_WEIGHT: f64 = COHERENT_WEIGHT as f64;
 
 impl FdsrStats {
     /// Empty statistics for `band_edges`.
@@ -297,7 +292,7 @@ mod tests {
         for j in 1..4 {
             plain.band_energy[j] = plain.band_sum_n_max2[j] / 16.0;
         }
-        let grad = FdsrStats { coherent_weight: GRAD_COHERENT_WEIGHT, ..plain.clone() };
+        let grad = FdsrStats { coherent_weight: f64::from(COHERENT_WEIGHT), ..plain.clone() };
         let dropped = |b: &[u8]| b[1..].iter().filter(|&&x| x == 0).count();
         let mut fewer = false;
         for budget in [0.5, 1.0, 2.0, 3.0] {

@@ -7,7 +7,9 @@ mod parse;
 pub use parse::{parse_list, split_policies};
 
 /// Weight of the coherent errors (DC, dropped bands) of gradient-aware allocation (`,grad`), as
-/// the device computes it (f32).
+/// the device computes it (f32). A weight gradient sums products over many values: unbiased
+/// rounding noise of the AC coefficients averages out in that sum, while a DC error (the same
+/// offset on all 64 values of a tile) or a dropped band's bias adds up.
 pub const COHERENT_WEIGHT: f32 = 64.0;
 
 /// Default zig-zag band edges: DC `{0}`, low `[1,6)`, mid `[6,28)`, high `[28,64)`.

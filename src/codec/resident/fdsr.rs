@@ -57,6 +57,20 @@ impl SegmentGeom {
     pub fn groups(&self) -> u32 {
         self.tiles().div_ceil(WG)
     }
+
+    /// The encoder's parameters that describe the segment's tiling (the rest zero).
+    fn encode_params(&self) -> EncodeParams {
+        EncodeParams {
+            planes: self.planes,
+            h: self.h,
+            w: self.w,
+            tiles_x: self.tiles_x,
+            tiles_per_plane: self.tiles_per_plane,
+            tiles: self.tiles(),
+            tile_base: (self.first_plane * u64::from(self.tiles_per_plane)) as u32,
+            ..Default::default()
+        }
+    }
 }
 
 /// Band edges as the kernels' `[u32; 12]`.
@@ -118,13 +132,6 @@ impl Job<'_> {
     fn encode_params(&self) -> wgpu::Buffer {
         let (g, l) = (&self.g, &self.layout);
         let p = EncodeParams {
-            planes: g.planes,
-            h: g.h,
-            w: g.w,
-            tiles_x: g.tiles_x,
-            tiles_per_plane: g.tiles_per_plane,
-            tiles: g.tiles(),
-            tile_base: (g.first_plane * u64::from(g.tiles_per_plane)) as u32,
             nbands: (self.cfg.band_edges.len() - 1) as u32,
             seed: self.opts.seed,
             stream: self.opts.tensor_id,
@@ -133,8 +140,8 @@ impl Job<'_> {
             dc_off: l.dc_off as u32,
             cls_off: l.cls_off as u32,
             pay_off: l.pay_off as u32,
-            _p0: 0,
             edges: edges12(&self.cfg.band_edges),
+            ..g.encode_params()
         };
         uniform(self.ctx, "fdsr encode", &p)
     }
@@ -298,16 +305,7 @@ pub fn record_tile_read(
     input: &wgpu::Buffer,
     g: &SegmentGeom,
 ) -> Result<()> {
-    let p = EncodeParams {
-        planes: g.planes,
-        h: g.h,
-        w: g.w,
-        tiles_x: g.tiles_x,
-        tiles_per_plane: g.tiles_per_plane,
-        tiles: g.tiles(),
-        ..Default::default()
-    };
-    let p = uniform(ctx, "fdsr tile read", &p);
+    let p = uniform(ctx, "fdsr tile read", &g.encode_params());
     let work = scratch(ctx, u64::from(g.tiles()) * 4);
     let unused: Vec<PooledBuffer> = (0..4).map(|_| scratch(ctx, 4)).collect();
     let tables = crate::codec::tables::Tables::buffer(ctx);
