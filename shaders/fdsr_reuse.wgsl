@@ -40,24 +40,9 @@ fn header_e0() -> i32 { return bitcast<i32>(region[8u]); }
 fn worthwhile() -> bool { return region[9u + 2u] > 32u; }
 fn hyper_at(i: u32) -> f32 { return hyper.h[i >> 2u][i & 3u]; }
 
-fn load_row(base: u32, y0: u32, x0: u32, i: u32) -> Row {
-    let row = base + min(y0 + i, p.h - 1u) * p.w;
-    let wm = p.w - 1u;
-    return Row(vec4<f32>(input[row + min(x0, wm)], input[row + min(x0 + 1u, wm)],
-                         input[row + min(x0 + 2u, wm)], input[row + min(x0 + 3u, wm)]),
-               vec4<f32>(input[row + min(x0 + 4u, wm)], input[row + min(x0 + 5u, wm)],
-                         input[row + min(x0 + 6u, wm)], input[row + min(x0 + 7u, wm)]));
-}
-
 // Zig-zag coefficients of tile t (edge-replicated), the same DCT as the packer's.
 fn tile_coefs(t: u32) -> array<f32, 64> {
-    let r = t % p.tiles_per_plane;
-    let y0 = (r / p.tiles_x) * 8u;
-    let x0 = (r % p.tiles_x) * 8u;
-    let base = (t / p.tiles_per_plane) * p.h * p.w;
-    let c = dct_forward(Tile(load_row(base, y0, x0, 0u), load_row(base, y0, x0, 1u), load_row(base, y0, x0, 2u),
-                             load_row(base, y0, x0, 3u), load_row(base, y0, x0, 4u), load_row(base, y0, x0, 5u),
-                             load_row(base, y0, x0, 6u), load_row(base, y0, x0, 7u)));
+    let c = dct_forward(load_tile(t));
     var rows = array<Row, 8>(c.r0, c.r1, c.r2, c.r3, c.r4, c.r5, c.r6, c.r7);
     var raster: array<f32, 64>;
     for (var i = 0u; i < 8u; i++) {

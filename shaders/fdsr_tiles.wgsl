@@ -1,7 +1,7 @@
 // What the fdsr encoder's passes share (docs/CODEC.md): its parameters and bindings, the header
-// and section reads of its region, edge-replicated tile loads, and the per-band statistics of a
+// and section reads of its region, and the per-band statistics of a
 // tile's AC coefficients with the band edges as pipeline constants. Prepended (after the codec
-// primitives) to shaders/fdsr_encode.wgsl.
+// primitives and shaders/tile_load.wgsl) to shaders/fdsr_encode.wgsl.
 
 struct FdsrParams {
     planes: u32, h: u32, w: u32, tiles_x: u32,
@@ -38,29 +38,7 @@ fn class_size(c: u32) -> u32 { return atomicLoad(&region[H_CLASS_BITS + (c & 3u)
 fn tile_class(t: u32) -> u32 { return (atomicLoad(&region[p.cls_off + (t >> 4u)]) >> ((t & 15u) * 2u)) & 3u; }
 fn dc_code(plane: u32) -> u32 { return (atomicLoad(&region[p.dc_off + (plane >> 2u)]) >> ((plane & 3u) * 8u)) & 0xffu; }
 
-// Row i of the tile at (y0, x0) of the plane at base, edge-replicated.
-fn load_row(base: u32, y0: u32, x0: u32, i: u32) -> Row {
-    let row = base + min(y0 + i, p.h - 1u) * p.w;
-    let wm = p.w - 1u;
-    return Row(vec4<f32>(input[row + min(x0, wm)], input[row + min(x0 + 1u, wm)],
-                         input[row + min(x0 + 2u, wm)], input[row + min(x0 + 3u, wm)]),
-               vec4<f32>(input[row + min(x0 + 4u, wm)], input[row + min(x0 + 5u, wm)],
-                         input[row + min(x0 + 6u, wm)], input[row + min(x0 + 7u, wm)]));
-}
-
 fn row_nonzero(r: Row) -> bool { return any(r.a != vec4<f32>(0.0)) || any(r.b != vec4<f32>(0.0)); }
-
-// Tile t (edge-replicated).
-fn load_tile(t: u32) -> Tile {
-    let plane = t / p.tiles_per_plane;
-    let r = t % p.tiles_per_plane;
-    let y0 = (r / p.tiles_x) * 8u;
-    let x0 = (r % p.tiles_x) * 8u;
-    let base = plane * p.h * p.w;
-    return Tile(load_row(base, y0, x0, 0u), load_row(base, y0, x0, 1u), load_row(base, y0, x0, 2u),
-                load_row(base, y0, x0, 3u), load_row(base, y0, x0, 4u), load_row(base, y0, x0, 5u),
-                load_row(base, y0, x0, 6u), load_row(base, y0, x0, 7u));
-}
 
 fn tile_nonzero(x: Tile) -> bool {
     return row_nonzero(x.r0) || row_nonzero(x.r1) || row_nonzero(x.r2) || row_nonzero(x.r3) ||

@@ -7,8 +7,12 @@ pub const RNG: &str = include_str!("../shaders/rng.wgsl");
 /// tables at binding 0, prepended (after [`RNG`]) to codec shaders.
 pub const COMMON: &str = include_str!("../shaders/common.wgsl");
 
-/// The fdsr encoder's parameters, bindings, tile loads and per-band statistics, prepended (after
-/// [`COMMON`]) to its passes.
+/// Edge-replicated 8x8 tile loads (`load_row`, `load_tile`) for the shaders that read a tensor's
+/// tiles; each declares the `p` and `input` they read.
+pub const TILE_LOAD: &str = include_str!("../shaders/tile_load.wgsl");
+
+/// The fdsr encoder's parameters, bindings and per-band statistics, prepended (after
+/// [`COMMON`] and [`TILE_LOAD`]) to its passes.
 pub const FDSR_TILES: &str = include_str!("../shaders/fdsr_tiles.wgsl");
 
 /// `GateParams`, the uniform both DFQ gate shaders take, prepended (after [`RNG`]) to them.
@@ -41,7 +45,9 @@ pub enum Prelude {
     Rng,
     /// [`RNG`] then [`COMMON`] (its tables are then binding 0).
     Codec,
-    /// [`RNG`], [`COMMON`] then [`FDSR_TILES`].
+    /// [`RNG`], [`COMMON`] then [`TILE_LOAD`].
+    Tiles,
+    /// [`RNG`], [`COMMON`], [`TILE_LOAD`] then [`FDSR_TILES`].
     Encode,
     /// [`RNG`] then [`GATE`].
     Gate,
@@ -87,7 +93,7 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), Prelude::Encode, "uurwwwwr"),
     shader("fdsr_alloc", include_str!("../shaders/fdsr_alloc.wgsl"), Prelude::None, "urrwwrw"),
     shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), Prelude::Codec, "uurww"),
-    shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), Prelude::Codec, "uuruwrwwr"),
+    shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), Prelude::Tiles, "uuruwrwwr"),
     shader("uniform", include_str!("../shaders/uniform.wgsl"), Prelude::Codec, "uurwwww"),
     shader("division", include_str!("../shaders/division.wgsl"), Prelude::Codec, "uurwwww"),
     shader("gemm", include_str!("../shaders/gemm.wgsl"), Prelude::Gemm, "urrrw"),
@@ -123,7 +129,8 @@ pub fn source(name: &str) -> Option<String> {
         Prelude::None => s.body.to_string(),
         Prelude::Rng => format!("{RNG}\n{}", s.body),
         Prelude::Codec => format!("{RNG}\n{COMMON}\n{}", s.body),
-        Prelude::Encode => format!("{RNG}\n{COMMON}\n{FDSR_TILES}\n{}", s.body),
+        Prelude::Tiles => format!("{RNG}\n{COMMON}\n{TILE_LOAD}\n{}", s.body),
+        Prelude::Encode => format!("{RNG}\n{COMMON}\n{TILE_LOAD}\n{FDSR_TILES}\n{}", s.body),
         Prelude::Gate => format!("{RNG}\n{GATE}\n{}", s.body),
         Prelude::Reduce => format!("{REDUCE_WG}\n{}", s.body),
         Prelude::ReduceSubgroup => format!("{REDUCE_SG}\n{}", s.body),
