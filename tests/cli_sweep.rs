@@ -1,5 +1,6 @@
-//! `fdsr compare --seeds` and `fdsr sweep` from the command line on a small synthetic data set:
-//! seeds average into one row with their spread, and a sweep writes its table, JSON and plot.
+//! `fdsr compare --seeds`, `fdsr sweep` and `fdsr grad-error` from the command line on a small
+//! synthetic data set: seeds average into one row with their spread, a sweep writes its table, JSON
+//! and plot, and fewer bits give a larger gradient error at the same weights.
 
 mod common;
 
@@ -85,4 +86,35 @@ fn seeds_average_and_a_sweep_writes_its_plot() {
     let r = fdsr(&a);
     let e = String::from_utf8_lossy(&r.stderr);
     assert!(!r.status.success() && e.contains("largest ratio reachable") && !e.contains("panicked"), "{e}");
+}
+
+#[test]
+fn fewer_bits_give_a_larger_gradient_error_at_the_same_weights() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let data = data_dir("grad");
+    let (d, out) = (data.to_str().unwrap(), data.join("grad"));
+    let run = ["--model", "tiny", "--epochs", "2", "--batch", "8", "--warmup", "2", "--probes", "2"];
+    let mut a =
+        vec!["grad-error", "--data-dir", d, "--policies", "uniform:1,uniform:4", "--out", out.to_str().unwrap()];
+    a.extend(run);
+    let r = fdsr(&a);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
+    let error = |i: usize| rows[i]["grad_error"].as_f64().unwrap();
+    assert_eq!(rows[0]["grad_errors"].as_array().map(Vec::len), Some(2), "{rows:?}");
+    assert!(error(0) > 2.0 * error(1) && error(1) > 0.0, "uniform:1 {} against uniform:4 {}", error(0), error(1));
+    assert!(rows[0]["activation_ratio"].as_f64().unwrap() > rows[1]["activation_ratio"].as_f64().unwrap());
+    // fp32 is the reference, and a run too short for the warm-up says so.
+    for (policies, warmup, msg) in [("none", "2", "reference"), ("uniform:2", "7", "need 9 steps")] {
+        let mut a = vec!["grad-error", "--data-dir", d, "--policies", policies];
+        a.extend(run);
+        let i = a.len() - 3;
+        a[i] = warmup;
+        let r = fdsr(&a);
+        let e = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success() && e.contains(msg) && !e.contains("panicked"), "{e}");
+    }
 }

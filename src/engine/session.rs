@@ -134,6 +134,15 @@ impl Session {
 
     /// Takes the next training step and returns the learning rate it used.
     pub async fn step(&mut self, ctx: &GpuContext) -> Result<f32> {
+        let (x, y) = self.next_batch()?;
+        let lr = self.trainer.lr(self.steps_per_epoch());
+        self.trainer.step(ctx, &x, &y, lr).await?;
+        Ok(lr)
+    }
+
+    /// The images (normalized, augmented when the run augments) and labels of the next step's
+    /// batch, which depend only on the seed and the step.
+    pub fn next_batch(&mut self) -> Result<(Vec<f32>, Vec<u8>)> {
         if self.done() {
             return Err(FdsrError::InvalidConfig(format!("the run's {} steps are all done", self.total_steps())));
         }
@@ -148,10 +157,7 @@ impl Session {
         // Augmentation randomness depends only on (seed, step): a resumed run replays it.
         let mut rng = SplitMix64::new(self.config().seed ^ self.trainer.step.wrapping_mul(0xD1B5_4A32_D192_ED03));
         let aug = self.config().augment.then_some(&mut rng);
-        let (x, y) = make_batch(&self.train, idx, self.norm, aug)?;
-        let lr = self.trainer.lr(spe);
-        self.trainer.step(ctx, &x, &y, lr).await?;
-        Ok(lr)
+        make_batch(&self.train, idx, self.norm, aug)
     }
 }
 

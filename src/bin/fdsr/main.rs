@@ -12,6 +12,7 @@ use std::process::ExitCode;
 mod aggregate;
 mod bench_cmd;
 mod compare_cmd;
+mod grad_cmd;
 mod inspect;
 mod pfq_report;
 mod plot;
@@ -49,6 +50,9 @@ enum Cmd {
     /// The ratio–accuracy frontier: fp32, uniform:B, division and fdsr:ratio=R side by side,
     /// as a table, JSON and an SVG plot.
     Sweep(sweep_cmd::SweepArgs),
+    /// Every policy's weight-gradient error at the same weights and batches (fp32 training up to a
+    /// step, then the probe under each policy), with its activation ratio.
+    GradError(grad_cmd::GradArgs),
     /// Data sets.
     #[command(subcommand)]
     Data(DataCmd),
@@ -249,6 +253,7 @@ fn main() -> ExitCode {
         Cmd::Train(a) => train_cmd::run(a),
         Cmd::Compare(a) => compare_cmd::compare(a),
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
+        Cmd::GradError(a) => grad_cmd::run(a),
         Cmd::Data(DataCmd::Fetch { dataset, dir }) => fetch_cmd(dataset, dir.as_deref()),
     };
     match r {

@@ -1,0 +1,188 @@
+//! `fdsr grad-error`: every policy's weight-gradient error at the same weights and batches — fp32
+//! training up to a step, then the controller's probe under each policy with the weights held —
+//! a comparison at equal stored bytes without the seed noise of short accuracy runs.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use fdsr::engine::controller::ControllerConfig;
+use fdsr::engine::session::Session;
+use fdsr::engine::{TrainConfig, Trainer};
+use fdsr::gpu::GpuContext;
+use fdsr::{FdsrError, Result};
+use indicatif::ProgressBar;
+use serde_json::{json, Value};
+
+use crate::train_cmd::{config, load_data, TrainArgs};
+
+#[derive(Args)]
+pub struct GradArgs {
+    #[command(flatten)]
+    train: TrainArgs,
+    /// Steps of fp32 training (the run's recipe: --lr, --schedule over --epochs) before measuring.
+    #[arg(long, default_value_t = 64)]
+    warmup: u64,
+    /// Probes per policy, one per batch, on the batches that follow the warm-up (the same for
+    /// every policy); the weights do not change between them.
+    #[arg(long, default_value_t = 8)]
+    probes: u64,
+    /// Lossy saved-activation policies to measure, in order.
+    #[arg(long, default_value = "uniform:2,fdsr:ratio=11,mask,grad")]
+    policies: String,
+    /// Also write the table to OUT.md and the rows to OUT.json.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// `fdsr grad-error`.
+pub fn run(g: &GradArgs) -> Result<()> {
+    if g.probes == 0 {
+        return Err(FdsrError::InvalidConfig("--probes 0: at least one probe is needed".into()));
+    }
+    let base = TrainConfig { policy: None, ..config(&g.train)? };
+    let policies = fdsr::codec::config::split_policies(&g.policies);
+    let mut cfgs = Vec::new();
+    for p in &policies {
+        let policy = if p == "none" { None } else { Some(p.parse()?) };
+        let probing = fdsr::engine::controller::Controller::for_policy(policy.as_ref(), ControllerConfig::default())?;
+        if probing.is_none() {
+            return Err(FdsrError::InvalidConfig(format!(
+                "{p} is exact: its gradients are the reference the others are measured against"
+            )));
+        }
+        cfgs.push(TrainConfig { policy, ..base.clone() });
+    }
+    let model = base.model.to_string();
+    let data = load_data(&g.train)?;
+    let ctx = crate::gpu_for(base.compute)?;
+    let mut warm = Session::new(Trainer::new(&ctx, base)?, data.train.clone())?;
+    if g.warmup + g.probes > warm.total_steps() {
+        return Err(FdsrError::InvalidConfig(format!(
+            "--warmup {} and --probes {} need {} steps; the run has {} (raise --epochs or --limit-train)",
+            g.warmup,
+            g.probes,
+            g.warmup + g.probes,
+            warm.total_steps()
+        )));
+    }
+    let bar = ProgressBar::new(g.warmup);
+    for _ in 0..g.warmup {
+        pollster::block_on(warm.step(&ctx))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let weights = pollster::block_on(read_weights(&ctx, &warm.trainer))?;
+    let mut rows = Vec::new();
+    for (name, cfg) in policies.iter().zip(cfgs) {
+        eprintln!("probing {name}…");
+        rows.push(pollster::block_on(probe_policy(&ctx, g, name, cfg, &weights, &data.train))?);
+    }
+    let table = markdown(&model, g, &rows);
+    print!("{table}");
+    if let Some(out) = &g.out {
+        fdsr::io::write_atomic(out.with_extension("md"), table.as_bytes())?;
+        fdsr::io::write_atomic(out.with_extension("json"), json!(rows).to_string().as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Every parameter's values, by name.
+async fn read_weights(ctx: &GpuContext, t: &Trainer) -> Result<Vec<(String, Vec<f32>)>> {
+    let mut params = Vec::new();
+    t.model.visit(&mut |p| params.push((p.name.clone(), p.value.clone())));
+    let mut out = Vec::new();
+    for (name, v) in params {
+        out.push((name, v.to_vec(ctx).await?));
+    }
+    Ok(out)
+}
+
+/// `--probes` probes of one policy at `weights`: each a training step at learning rate 0, which
+/// probes first (the controller then shares the bytes out as in a run) and leaves the weights as
+/// they are.
+async fn probe_policy(
+    ctx: &GpuContext,
+    g: &GradArgs,
+    name: &str,
+    cfg: TrainConfig,
+    weights: &[(String, Vec<f32>)],
+    train: &fdsr::data::Dataset,
+) -> Result<Value> {
+    let mut s = Session::new(Trainer::new(ctx, cfg)?, train.clone())?;
+    s.trainer.set_controller(Some(ControllerConfig { every: 1, ..ControllerConfig::default() }))?;
+    let mut result = Ok(());
+    s.trainer.model.visit(&mut |p| {
+        let w = weights.iter().find(|(n, _)| *n == p.name).map(|(_, w)| w);
+        if result.is_ok() {
+            result = match w {
+                Some(w) => p.value.write(ctx, w),
+                None => Err(FdsrError::InvalidConfig(format!("no warm-up weights for {}", p.name))),
+            };
+        }
+    });
+    result?;
+    s.trainer.step = g.warmup;
+    let (mut errors, mut per_weight): (Vec<f64>, Vec<(String, Vec<f64>)>) = (Vec::new(), Vec::new());
+    for _ in 0..g.probes {
+        let (x, y) = s.next_batch()?;
+        s.trainer.step(ctx, &x, &y, 0.0).await?;
+        let decisions = s.trainer.controller.as_mut().map(|c| c.take_decisions()).unwrap_or_default();
+        for d in decisions {
+            errors.push(d.grad_error);
+            for (w, e) in d.per_weight {
+                match per_weight.iter_mut().find(|(n, _)| *n == w) {
+                    Some((_, v)) => v.push(e),
+                    None => per_weight.push((w, vec![e])),
+                }
+            }
+        }
+    }
+    let stats = s.trainer.saved.take_stats(ctx).await?;
+    let (mean, sd) = mean_sd(&errors);
+    let weights: serde_json::Map<String, Value> =
+        per_weight.into_iter().map(|(w, v)| (w, json!(mean_sd(&v).0))).collect();
+    Ok(json!({ "policy": name, "activation_ratio": stats.ratio(), "grad_error": mean, "grad_error_std": sd,
+        "grad_errors": errors, "weight_errors": weights }))
+}
+
+/// Mean and sample standard deviation (0 for one value).
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len().max(1) as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (mean, var.sqrt())
+}
+
+/// The table: ratio, the probes' gradient error, and each weight's mean relative error.
+fn markdown(model: &str, g: &GradArgs, rows: &[Value]) -> String {
+    // The weights some policy perturbs (a layer whose input is kept exact has none).
+    let weights: Vec<String> = rows
+        .first()
+        .and_then(|r| r["weight_errors"].as_object())
+        .map(|m| {
+            m.keys()
+                .filter(|w| rows.iter().any(|r| r["weight_errors"][w.as_str()].as_f64() > Some(0.0)))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut s = format!(
+        "Weight-gradient error against fp32 saved activations: {} model after {} fp32 steps, {} probes per policy (rms over the weights whose input is stored; relative error per weight)\n\n",
+        model, g.warmup, g.probes
+    );
+    s += &format!("| policy | activation ratio | gradient error | {} |\n", weights.join(" | "));
+    s += &format!("|---|---:|---:|{}\n", "---:|".repeat(weights.len()));
+    for r in rows {
+        let cells: Vec<String> =
+            weights.iter().map(|w| r["weight_errors"][w].as_f64().map_or("–".into(), |e| format!("{e:.3}"))).collect();
+        s += &format!(
+            "| `{}` | {:.2}x | {:.3} ± {:.3} | {} |\n",
+            r["policy"].as_str().unwrap_or("?"),
+            r["activation_ratio"].as_f64().unwrap_or(0.0),
+            r["grad_error"].as_f64().unwrap_or(0.0),
+            r["grad_error_std"].as_f64().unwrap_or(0.0),
+            cells.join(" | ")
+        );
+    }
+    s
+}
