@@ -110,17 +110,12 @@ async fn probe_policy(
 ) -> Result<Value> {
     let mut s = Session::new(Trainer::new(ctx, cfg)?, train.clone())?;
     s.trainer.set_controller(Some(ControllerConfig { every: 1, ..ControllerConfig::default() }))?;
-    let mut result = Ok(());
-    s.trainer.model.visit(&mut |p| {
-        let w = weights.iter().find(|(n, _)| *n == p.name).map(|(_, w)| w);
-        if result.is_ok() {
-            result = match w {
-                Some(w) => p.value.write(ctx, w),
-                None => Err(FdsrError::InvalidConfig(format!("no warm-up weights for {}", p.name))),
-            };
-        }
-    });
-    result?;
+    let mut params = Vec::new();
+    s.trainer.model.visit(&mut |p| params.push((p.name.clone(), p.value.clone())));
+    for (name, value) in params {
+        let w = weights.iter().find(|(n, _)| *n == name).map(|(_, w)| w);
+        value.write(ctx, w.ok_or_else(|| FdsrError::InvalidConfig(format!("no warm-up weights for {name}")))?)?;
+    }
     s.trainer.step = g.warmup;
     let (mut errors, mut per_weight): (Vec<f64>, Vec<(String, Vec<f64>)>) = (Vec::new(), Vec::new());
     for _ in 0..g.probes {
