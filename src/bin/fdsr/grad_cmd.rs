@@ -97,9 +97,9 @@ async fn read_weights(ctx: &GpuContext, t: &Trainer) -> Result<Vec<(String, Vec<
     Ok(out)
 }
 
-/// `--probes` probes of one policy at `weights`: each a training step at learning rate 0, which
-/// probes first (the controller then shares the bytes out as in a run) and leaves the weights as
-/// they are.
+/// `--probes` probes of one policy at `weights`, one per batch (after each the controller shares
+/// the bytes out as in a run); the last comes with a step at learning rate 0 for the stored bytes.
+/// The weights stay as they are.
 async fn probe_policy(
     ctx: &GpuContext,
     g: &GradArgs,
@@ -118,9 +118,14 @@ async fn probe_policy(
     }
     s.trainer.step = g.warmup;
     let (mut errors, mut per_weight): (Vec<f64>, Vec<(String, Vec<f64>)>) = (Vec::new(), Vec::new());
-    for _ in 0..g.probes {
+    for k in 0..g.probes {
         let (x, y) = s.next_batch()?;
-        s.trainer.step(ctx, &x, &y, 0.0).await?;
+        if k + 1 < g.probes {
+            s.trainer.probe_only(ctx, &x, &y).await?;
+        } else {
+            // The last probe comes with a step (at learning rate 0), whose stored bytes give the ratio.
+            s.trainer.step(ctx, &x, &y, 0.0).await?;
+        }
         let decisions = s.trainer.controller.as_mut().map(|c| c.take_decisions()).unwrap_or_default();
         for d in decisions {
             errors.push(d.grad_error);

@@ -96,6 +96,20 @@ async fn compare_gradients(ctx: &GpuContext, model: &Model, exact: &[(String, Te
 }
 
 impl Trainer {
+    /// A probe of `images` and `labels` without a training step (after the step plan where this
+    /// batch size has none); it counts as a step for the rounding seed and the controller, so the
+    /// next call probes afresh. Nothing trains; the weights stay as they are.
+    pub async fn probe_only(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8]) -> Result<()> {
+        let plan = self.precision.plan(self.config.seed as u32, self.step);
+        let quant = plan.as_ref();
+        if self.plan.as_ref().is_none_or(|p| p.0 != labels.len()) {
+            self.make_plan(ctx, images, labels.len(), quant).await?;
+        }
+        self.probe(ctx, images, labels, quant).await?;
+        self.step += 1;
+        Ok(())
+    }
+
     /// The controller's gradient-error probe: the first [`PROBE_SHARE`]th of the batch goes
     /// forward and backward twice, with exact and with compressed saved activations (the same
     /// tensors compressed as in a whole batch); the two sets of weight gradients are compared on
