@@ -148,7 +148,7 @@ impl Tensor {
     /// own id. The byte offset must respect `align` (the device's storage-binding alignment).
     pub fn view(&self, first: usize, shape: &[usize], align: u64) -> Result<Tensor> {
         let offset = self.offset() + first as u64 * 4;
-        if first + numel(shape) > self.numel() || offset % align.max(1) != 0 {
+        if first + numel(shape) > self.numel() || !offset.is_multiple_of(align.max(1)) {
             return Err(FdsrError::InvalidTensor(format!(
                 "no view {shape:?} at value {first} of {:?} (byte offset {offset}, alignment {align})",
                 self.shape

@@ -179,7 +179,7 @@ fn apply(
     let y = Tensor::uninit(ctx, x.shape(), Category::Workspace);
     let mask = (p.relu != 0)
         .then(|| BitMask { words: Tensor::uninit(ctx, &[x.numel().div_ceil(32)], mask_category), len: x.numel() });
-    let reads = [Some(x), None, Some(&bn.beta), Some(&s.stats), None];
+    let reads = [Some(x), None, Some(bn.beta), Some(&s.stats), None];
     let writes = [Some(&y), mask.as_ref().map(|m| &m.words), None];
     record(ctx, enc, "bn_apply", p, reads, writes, elementwise(p))?;
     Ok((y, mask))
@@ -201,8 +201,8 @@ pub fn batchnorm_train_forward(
     let c = p.c as usize;
     check_params(bn, c)?;
     let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::SavedActivations) };
-    let finish = [Some(&s.stats), Some(&bn.running_mean), Some(&bn.running_var)];
-    let gamma: Option<&Tensor> = Some(&bn.gamma);
+    let finish = [Some(&s.stats), Some(bn.running_mean), Some(bn.running_var)];
+    let gamma: Option<&Tensor> = Some(bn.gamma);
     if p.chunks == 1 {
         // One chunk per channel: the partial pass writes the statistics itself.
         let reads = [Some(x), None, None, None, gamma];
@@ -243,7 +243,7 @@ pub fn batchnorm_eval_forward(
     };
     let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::Workspace) };
     let (gx, gy) = crate::gpu::kernel::grid(groups(c, "batch norm")?);
-    let reads: [Option<&Tensor>; 5] = [None, Some(&bn.running_mean), Some(&bn.running_var), None, Some(&bn.gamma)];
+    let reads: [Option<&Tensor>; 5] = [None, Some(bn.running_mean), Some(bn.running_var), None, Some(bn.gamma)];
     record(ctx, enc, "bn_eval_stats", &p, reads, [Some(&s.stats), None, None], [gx, gy, 1])?;
     Ok(apply(ctx, enc, (x, bn, &s), &p, Category::Workspace)?.0)
 }
@@ -283,7 +283,7 @@ pub fn batchnorm_backward(
     let part = (p.chunks > 1).then(|| Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace));
     if let Some(part) = &part {
         let reads = [Some(x), Some(&dy), mk, st, None];
-        record(ctx, enc, "bn_backward_partial", &p, reads, [Some(&part), None, None], grid)?;
+        record(ctx, enc, "bn_backward_partial", &p, reads, [Some(part), None, None], grid)?;
     }
     // dy held by nobody else is overwritten with dx: one activation-sized buffer fewer at the
     // peak of a block's backward (same arithmetic, same bits).
