@@ -67,7 +67,12 @@ fn the_update_is_one_dispatch_whatever_the_number_of_parameters() {
             let mut model = Model::new(&ctx, name, 1).unwrap();
             let mut opt = Optimizer::new(&ctx, &mut model, OptConfig::defaults(kind)).unwrap();
             assert_eq!(opt.state.len(), tensors, "{name} trainable tensors");
-            assert_eq!(opt.arena().slots.len(), tensors);
+            let (arena, align) = (opt.arena(), u64::from(ctx.limits.min_storage_buffer_offset_alignment));
+            assert_eq!(arena.slots.len(), tensors);
+            assert!(arena.slots.iter().all(|s| (s.first as u64 * 4).is_multiple_of(align)), "{name}: aligned views");
+            let values: usize = arena.slots.iter().map(|s| s.shape.iter().product::<usize>()).sum();
+            assert_eq!(values, model.parameter_count());
+            eprintln!("{name}: {values} values in an arena of {} (alignment {align} bytes)", arena.values.numel());
             let before = ctx.transfers.snapshot();
             let mut e = enc(&ctx);
             opt.step(&ctx, &mut e, &mut model, 0.1).unwrap();
