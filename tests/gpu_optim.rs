@@ -5,10 +5,12 @@
 mod common;
 
 use common::rand;
+use fdsr::data::synthetic;
 use fdsr::engine::model::Model;
 use fdsr::engine::ops::{self, optim as op, AdamParams, SgdParams};
+use fdsr::engine::optim::Schedule;
 use fdsr::engine::optim::{OptConfig, OptKind, Optimizer};
-use fdsr::engine::{ModelName, Tensor};
+use fdsr::engine::{ModelName, Session, Tensor, TrainConfig, Trainer};
 use fdsr::gpu::Category;
 use fdsr::reference::nn_train as rt;
 use fdsr::GpuContext;
@@ -219,4 +221,42 @@ fn an_optimizer_refuses_a_model_it_did_not_pack() {
     assert_eq!(bits(&values), bits(&again), "repacking keeps every value");
     assert!(opt.step(&ctx, &mut enc(&ctx), &mut model, 0.1).is_err(), "the old arena is no longer the model's");
     assert_eq!(opt2.state.len(), 8);
+}
+
+#[test]
+fn a_training_step_updates_with_one_dispatch_also_with_dfq_gates() {
+    let Some(ctx) = common::gpu() else { return };
+    for (kind, precision) in [(OptKind::Sgd, None), (OptKind::AdamW, Some("fractrain-dfq:full-ends=0"))] {
+        let cfg = TrainConfig {
+            model: ModelName::Tiny,
+            epochs: 1,
+            batch: 8,
+            lr: 0.02,
+            schedule: Schedule::Constant,
+            opt: OptConfig::defaults(kind),
+            seed: 5,
+            augment: false,
+            policy: None,
+            compute: fdsr::gpu::Compute::Fp32,
+        };
+        let mut s = Session::new(Trainer::new(&ctx, cfg).unwrap(), synthetic::images(16, 28, 28, 10, 3)).unwrap();
+        s.trainer.set_controller(None).unwrap();
+        if let Some(p) = precision {
+            s.set_precision(&ctx, Some(p.parse().unwrap())).unwrap();
+        }
+        let (mut tensors, mut gates) = (0, 0);
+        s.trainer.model.visit(&mut |p| {
+            tensors += usize::from(p.grad.is_some());
+            gates += usize::from(p.grad.is_some() && p.name.contains(".gate."));
+        });
+        assert_eq!(gates > 0, precision.is_some(), "{kind}: DFQ gates are trainable parameters");
+        pollster::block_on(ctx.profiler.collect(&ctx)).unwrap();
+        for _ in 0..2 {
+            pollster::block_on(s.step(&ctx)).unwrap();
+        }
+        let work = pollster::block_on(ctx.profiler.collect(&ctx)).unwrap().work;
+        let entry = if kind == OptKind::Sgd { "sgd_step" } else { "adamw_step" };
+        let updates = work.get(entry).map_or(0, |w| w.dispatches);
+        assert_eq!(updates, 2, "{kind}: two steps, {tensors} trainable tensors, one update dispatch each");
+    }
 }
