@@ -27,8 +27,12 @@ fn up(ctx: &GpuContext, v: &[f32]) -> Tensor {
     Tensor::from_slice(ctx, v, &[v.len()], Category::Workspace).unwrap()
 }
 
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
+/// Asserts the same bits, naming the first value that differs.
+fn same_bits(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    if let Some(i) = got.iter().zip(want).position(|(a, b)| a.to_bits() != b.to_bits()) {
+        panic!("{what}: value {i} is {} instead of {}", got[i], want[i]);
+    }
 }
 
 /// Writes seeded random gradients into every trainable parameter's gradient.
@@ -123,10 +127,10 @@ fn the_arena_update_equals_one_update_per_tensor_bit_for_bit() {
                 for (((name, v), (_, [want, _, s1, s2])), (_, got1, got2)) in values.iter().zip(&copies).zip(&opt.state)
                 {
                     let what = format!("{kind} step {step} {name}");
-                    assert_eq!(bits(&read(&ctx, v)), bits(&read(&ctx, want)), "{what}: values");
-                    assert_eq!(bits(&read(&ctx, got1)), bits(&read(&ctx, s1)), "{what}: first state");
+                    same_bits(&read(&ctx, v), &read(&ctx, want), &format!("{what}: values"));
+                    same_bits(&read(&ctx, got1), &read(&ctx, s1), &format!("{what}: first state"));
                     if let Some(got2) = got2 {
-                        assert_eq!(bits(&read(&ctx, got2)), bits(&read(&ctx, s2)), "{what}: second state");
+                        same_bits(&read(&ctx, got2), &read(&ctx, s2), &format!("{what}: second state"));
                     }
                 }
             }
@@ -218,7 +222,7 @@ fn an_optimizer_refuses_a_model_it_did_not_pack() {
     let opt2 = Optimizer::new(&ctx, &mut model, OptConfig::defaults(OptKind::AdamW)).unwrap();
     let mut again = Vec::new();
     model.visit(&mut |p| again.extend(read(&ctx, &p.value)));
-    assert_eq!(bits(&values), bits(&again), "repacking keeps every value");
+    same_bits(&again, &values, "repacking keeps every value");
     assert!(opt.step(&ctx, &mut enc(&ctx), &mut model, 0.1).is_err(), "the old arena is no longer the model's");
     assert_eq!(opt2.state.len(), 8);
 }
