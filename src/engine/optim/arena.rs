@@ -83,30 +83,34 @@ impl ParamArena {
         for t in [Some(&values), Some(&grads), Some(&first), second.as_ref()].into_iter().flatten() {
             enc.clear_buffer(t.buffer(), 0, None);
         }
-        let mut slots = Vec::with_capacity(params.len());
+        // Views and copies first: an error leaves the model as it was.
+        let mut moved = Vec::with_capacity(params.len());
         let mut res = Ok(());
         let mut it = params.iter().zip(&starts);
-        model.visit_mut(&mut |p| {
+        model.visit(&mut |p| {
             let Some(grad) = &p.grad else { return };
-            let Some(((name, shape, _), &start)) = it.next() else { return };
-            let moved = (|| {
+            let (Some(((_, shape, _), &start)), Ok(())) = (it.next(), &res) else { return };
+            res = (|| {
                 let (v, g) = (values.view(start, shape, align_bytes)?, grads.view(start, shape, align_bytes)?);
                 p.value.copy_to(&mut enc, &v)?;
                 grad.copy_to(&mut enc, &g)?;
-                Ok::<_, FdsrError>((v, g))
+                moved.push((v, g));
+                Ok(())
             })();
-            match moved {
-                Ok((v, g)) if res.is_ok() => {
-                    slots.push(Slot { name: name.clone(), first: start, shape: shape.clone(), ids: (v.id(), g.id()) });
-                    p.value = v;
-                    p.grad = Some(g);
-                }
-                Ok(_) => {}
-                Err(e) => res = Err(e),
-            }
         });
         res?;
         ctx.queue.submit([enc.finish()]);
+        let mut slots = Vec::with_capacity(params.len());
+        let mut views = moved.into_iter().zip(params.into_iter().zip(starts));
+        model.visit_mut(&mut |p| {
+            if p.grad.is_none() {
+                return;
+            }
+            let Some(((v, g), ((name, shape, _), first))) = views.next() else { return };
+            slots.push(Slot { name, first, shape, ids: (v.id(), g.id()) });
+            p.value = v;
+            p.grad = Some(g);
+        });
         Ok(ParamArena { values, grads, first, second, decayed, slots })
     }
 
