@@ -3,7 +3,7 @@
 //! then stores in the tile bitstream.
 
 use crate::error::Result;
-use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::kernel::{dispatch, uniform, Bindable};
 use crate::gpu::{read_words, Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 use crate::reference::reuse::hyperplanes;
 use crate::rules::config::ReuseConfig;
@@ -110,7 +110,8 @@ pub fn record(
     let table = ctx.pool.get(&ctx.device, Category::Workspace, (u64::from(slots) * 2 + 2) * 4, STORAGE_USAGE);
     enc.clear_buffer(&table, 0, None);
     let state = ctx.pool.get(&ctx.device, Category::Workspace, u64::from(tiles.max(1)) * 12, STORAGE_USAGE);
-    let binds = [b.tables, &pbuf, b.input, &hbuf, b.classes, b.plane_dcmax, &table, &state, b.region];
+    let binds: [&dyn Bindable; 9] =
+        [b.tables, &pbuf, b.input, &hbuf, b.classes, b.plane_dcmax, &table, &state, b.region];
     let groups = tiles.div_ceil(WG);
     dispatch(ctx, enc, "fdsr_reuse", "reuse_keys", &binds, groups)?;
     for _ in 0..cfg.rounds {

@@ -3,11 +3,15 @@
 use std::fmt;
 use std::str::FromStr;
 
+mod arena;
+
+pub use arena::{ParamArena, Slot};
+
 use super::model::Model;
 use super::ops;
 use super::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::{Category, GpuContext};
+use crate::gpu::GpuContext;
 
 /// Which optimizer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,81 +135,65 @@ impl OptConfig {
     }
 }
 
-/// Optimizer state: one or two tensors per trainable parameter, in the model's visit order.
+/// Optimizer state: one or two tensors per trainable parameter, views of the [`ParamArena`] that
+/// also holds the parameters and their gradients, so a step is one dispatch over all of them.
 pub struct Optimizer {
     /// Hyper-parameters.
     pub config: OptConfig,
-    /// Per trainable parameter: (name, first state, second state for AdamW).
+    /// Per trainable parameter, in the model's visit order: (name, first state, second state for
+    /// AdamW), views of the arena's state buffers.
     pub state: Vec<(String, Tensor, Option<Tensor>)>,
     /// Updates applied so far (AdamW's bias correction).
     pub steps: u64,
+    arena: ParamArena,
 }
 
 impl Optimizer {
-    /// Zero state for every trainable parameter of `model`.
-    pub fn new(ctx: &GpuContext, model: &Model, config: OptConfig) -> Result<Self> {
-        let mut state = Vec::new();
-        let mut err = None;
-        model.visit(&mut |p| {
-            if p.grad.is_none() || err.is_some() {
-                return;
-            }
-            let zeros =
-                |_| Tensor::from_slice(ctx, &vec![0.0; p.value.numel()], p.value.shape(), Category::OptimizerState);
-            match (zeros(0), config.kind) {
-                (Ok(a), OptKind::Sgd) => state.push((p.name.clone(), a, None)),
-                (Ok(a), OptKind::AdamW) => match zeros(1) {
-                    Ok(b) => state.push((p.name.clone(), a, Some(b))),
-                    Err(e) => err = Some(e),
-                },
-                (Err(e), _) => err = Some(e),
-            }
-        });
-        match err {
-            Some(e) => Err(e),
-            None => Ok(Optimizer { config, state, steps: 0 }),
-        }
+    /// Zero state for every trainable parameter of `model`, whose parameters and gradients move
+    /// into the optimizer's arena (the model keeps views of it; values are kept).
+    pub fn new(ctx: &GpuContext, model: &mut Model, config: OptConfig) -> Result<Self> {
+        let arena = ParamArena::pack(ctx, model, config.kind == OptKind::AdamW)?;
+        let state = arena
+            .slots
+            .iter()
+            .map(|slot| {
+                let first = arena.view(&arena.first, slot)?;
+                let second = arena.second.as_ref().map(|t| arena.view(t, slot)).transpose()?;
+                Ok((slot.name.clone(), first, second))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Optimizer { config, state, steps: 0, arena })
     }
 
-    /// Records one update of every trainable parameter with learning rate `lr`.
+    /// The arena of parameters, gradients and state.
+    pub fn arena(&self) -> &ParamArena {
+        &self.arena
+    }
+
+    /// Records one update of every trainable parameter with learning rate `lr`: one dispatch,
+    /// whatever the number of parameters. `model` must be the one the optimizer was built for.
     pub fn step(&mut self, ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, model: &mut Model, lr: f32) -> Result<()> {
+        self.arena.check(model)?;
         self.steps += 1;
-        let c = self.config;
-        let (mut i, mut res) = (0usize, Ok(()));
-        let steps = self.steps;
-        let state = &self.state;
-        model.visit_mut(&mut |p| {
-            let Some(grad) = &p.grad else { return };
-            if res.is_err() {
-                return;
+        let (c, a) = (self.config, &self.arena);
+        match (c.kind, &a.second) {
+            (OptKind::Sgd, _) => {
+                let sp =
+                    ops::SgdParams { lr, momentum: c.momentum, weight_decay: c.weight_decay, nesterov: c.nesterov };
+                ops::optim::sgd_step_split(ctx, enc, (&a.values, &a.grads, Some(&a.first)), sp, a.decayed)
             }
-            let Some((_, s1, s2)) = state.get(i) else {
-                res = Err(FdsrError::InvalidConfig(format!("no optimizer state for {}", p.name)));
-                return;
-            };
-            i += 1;
-            let wd = if p.decay { c.weight_decay } else { 0.0 };
-            res = match (c.kind, s2) {
-                (OptKind::Sgd, _) => {
-                    let sp = ops::SgdParams { lr, momentum: c.momentum, weight_decay: wd, nesterov: c.nesterov };
-                    ops::sgd_step(ctx, enc, &p.value, grad, Some(s1), sp)
-                }
-                (OptKind::AdamW, Some(s2)) => {
-                    let ap = ops::AdamParams {
-                        lr,
-                        beta1: c.beta1,
-                        beta2: c.beta2,
-                        eps: c.eps,
-                        weight_decay: wd,
-                        step: steps as u32,
-                    };
-                    ops::adamw_step(ctx, enc, &p.value, grad, s1, s2, ap)
-                }
-                (OptKind::AdamW, None) => {
-                    Err(FdsrError::InvalidConfig(format!("AdamW state of {} is incomplete", p.name)))
-                }
-            };
-        });
-        res
+            (OptKind::AdamW, Some(second)) => {
+                let ap = ops::AdamParams {
+                    lr,
+                    beta1: c.beta1,
+                    beta2: c.beta2,
+                    eps: c.eps,
+                    weight_decay: c.weight_decay,
+                    step: u32::try_from(self.steps).unwrap_or(u32::MAX),
+                };
+                ops::optim::adamw_step_split(ctx, enc, [&a.values, &a.grads, &a.first, second], ap, a.decayed)
+            }
+            (OptKind::AdamW, None) => Err(FdsrError::InvalidConfig("AdamW state is incomplete".into())),
+        }
     }
 }

@@ -1,8 +1,10 @@
-//! GPU tensors of the engine: a pooled f32 buffer, its shape and its memory category.
+//! GPU tensors of the engine: a pooled f32 buffer (or an aligned range of one: a view of an arena),
+//! its shape and its memory category.
 
 use std::sync::Arc;
 
 use crate::error::{FdsrError, Result};
+use crate::gpu::kernel::Bindable;
 use crate::gpu::{read_buffer, Category, GpuContext, PooledBuffer};
 
 /// Usage of every engine buffer: bindable as storage, copyable both ways.
@@ -11,10 +13,14 @@ pub const USAGE: wgpu::BufferUsages = crate::gpu::STORAGE_USAGE;
 /// An f32 tensor on the device (row-major; rank 4 is NCHW). Cloning shares the buffer.
 ///
 /// Buffers come from the context's pool and are **not** cleared: a kernel writing a new tensor
-/// must write every element.
+/// must write every element. A view ([`Tensor::view`]) is a range of another tensor's buffer
+/// (the model's parameters in the optimizer's arena): kernels bind it through [`Bindable`],
+/// which passes its offset and size.
 #[derive(Clone)]
 pub struct Tensor {
     buf: Arc<PooledBuffer>,
+    /// Byte offset of a view's first value; `None`: the tensor starts its buffer and binds all of it.
+    view: Option<u64>,
     id: u64,
     shape: Vec<usize>,
     sign: Sign,
@@ -55,6 +61,7 @@ impl Tensor {
         let bytes = (numel(shape) as u64 * 4).max(4);
         Tensor {
             buf: Arc::new(ctx.pool.get(&ctx.device, category, bytes, USAGE)),
+            view: None,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             shape: shape.to_vec(),
             sign: Sign::Any,
@@ -82,7 +89,7 @@ impl Tensor {
                 self.shape
             )));
         }
-        ctx.write_buffer(self.buffer(), 0, bytemuck::cast_slice(data));
+        ctx.write_buffer(&self.buf, self.offset(), bytemuck::cast_slice(data));
         Ok(())
     }
 
@@ -119,9 +126,60 @@ impl Tensor {
         std::sync::Arc::strong_count(&self.buf) == 1
     }
 
-    /// The device buffer (it may be larger than the tensor).
+    /// The device buffer of a tensor that is not a view (it may be larger than the tensor).
+    /// Kernels bind tensors through [`Bindable`] instead, which also serves views; copies of a view
+    /// go through [`Tensor::copy_to`].
     pub fn buffer(&self) -> &wgpu::Buffer {
+        debug_assert!(self.view.is_none(), "the whole buffer of a view of {:?} is not its own", self.shape);
         &self.buf
+    }
+
+    /// Byte offset of the first value in the buffer (0 unless a view).
+    pub fn offset(&self) -> u64 {
+        self.view.unwrap_or(0)
+    }
+
+    /// Whether this tensor is a range of another's buffer.
+    pub fn is_view(&self) -> bool {
+        self.view.is_some()
+    }
+
+    /// The tensor of `shape` whose values are this one's from value `first` on: same buffer, its
+    /// own id. The byte offset must respect `align` (the device's storage-binding alignment).
+    pub fn view(&self, first: usize, shape: &[usize], align: u64) -> Result<Tensor> {
+        let offset = self.offset() + first as u64 * 4;
+        if first + numel(shape) > self.numel() || !offset.is_multiple_of(align.max(1)) {
+            return Err(FdsrError::InvalidTensor(format!(
+                "no view {shape:?} at value {first} of {:?} (byte offset {offset}, alignment {align})",
+                self.shape
+            )));
+        }
+        Ok(Tensor {
+            buf: self.buf.clone(),
+            view: Some(offset),
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            shape: shape.to_vec(),
+            sign: Sign::Any,
+        })
+    }
+
+    /// Records copying every value into `dst` (as many values, in another buffer; views included).
+    pub fn copy_to(&self, enc: &mut wgpu::CommandEncoder, dst: &Tensor) -> Result<()> {
+        if dst.numel() != self.numel() || Arc::ptr_eq(&self.buf, &dst.buf) {
+            return Err(FdsrError::InvalidTensor(format!(
+                "cannot copy {:?} into {:?} (as many values, another buffer)",
+                self.shape, dst.shape
+            )));
+        }
+        enc.copy_buffer_to_buffer(&self.buf, self.offset(), &dst.buf, dst.offset(), self.numel() as u64 * 4);
+        Ok(())
+    }
+
+    /// Whether `other`'s values overlap this tensor's in one buffer.
+    pub fn overlaps(&self, other: &Tensor) -> bool {
+        let (a, b) = (self.offset(), other.offset());
+        let (ea, eb) = (a + self.numel().max(1) as u64 * 4, b + other.numel().max(1) as u64 * 4);
+        Arc::ptr_eq(&self.buf, &other.buf) && a < eb && b < ea
     }
 
     /// Counts the tensor's buffer in `category` from now on (shared by every clone).
@@ -134,13 +192,33 @@ impl Tensor {
         if numel(shape) != self.numel() {
             return Err(FdsrError::InvalidTensor(format!("cannot reshape {:?} to {shape:?}", self.shape)));
         }
-        Ok(Tensor { buf: self.buf.clone(), id: self.id, shape: shape.to_vec(), sign: self.sign.clone() })
+        Ok(Tensor {
+            buf: self.buf.clone(),
+            view: self.view,
+            id: self.id,
+            shape: shape.to_vec(),
+            sign: self.sign.clone(),
+        })
     }
 
     /// Reads the values back (submits nothing itself: work recorded in an unsubmitted encoder is not
     /// seen).
     pub async fn to_vec(&self, ctx: &GpuContext) -> Result<Vec<f32>> {
-        let bytes = read_buffer(ctx, self.buffer(), 0, self.numel() as u64 * 4).await?;
+        let bytes = read_buffer(ctx, &self.buf, self.offset(), self.numel() as u64 * 4).await?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+}
+
+impl Bindable for Tensor {
+    /// The whole buffer, or a view's range (its values, at least 4 bytes).
+    fn binding(&self) -> wgpu::BufferBinding<'_> {
+        match self.view {
+            None => self.buf.as_entire_buffer_binding(),
+            Some(offset) => wgpu::BufferBinding {
+                buffer: &self.buf,
+                offset,
+                size: wgpu::BufferSize::new((self.numel() as u64 * 4).max(4)),
+            },
+        }
     }
 }

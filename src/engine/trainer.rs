@@ -116,8 +116,8 @@ impl Trainer {
         if config.compute == Compute::Fp32 {
             ctx.set_compute_path(ComputePath::Fp32)?;
         }
-        let model = Model::new(ctx, config.model, config.seed)?;
-        let opt = Optimizer::new(ctx, &model, config.opt)?;
+        let mut model = Model::new(ctx, config.model, config.seed)?;
+        let opt = Optimizer::new(ctx, &mut model, config.opt)?;
         let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
         let saved = SavedActivations::with_policy(config.policy.clone())?;
         let controller = Controller::for_policy(config.policy.as_ref(), ControllerConfig::default())?;
@@ -167,7 +167,7 @@ impl Trainer {
             };
         });
         result?;
-        self.opt = Optimizer::new(ctx, &self.model, self.config.opt)?;
+        self.opt = Optimizer::new(ctx, &mut self.model, self.config.opt)?;
         self.precision = run;
         Ok(())
     }

@@ -19,6 +19,31 @@ pub fn grid(groups: u32) -> (u32, u32) {
     }
 }
 
+/// What a kernel binds: a whole buffer, or the range of one that a tensor views (a parameter in
+/// its arena). Every binding of a dispatch goes through [`Bindable::binding`].
+pub trait Bindable {
+    /// The buffer range to bind.
+    fn binding(&self) -> wgpu::BufferBinding<'_>;
+}
+
+impl Bindable for wgpu::Buffer {
+    fn binding(&self) -> wgpu::BufferBinding<'_> {
+        self.as_entire_buffer_binding()
+    }
+}
+
+impl Bindable for super::PooledBuffer {
+    fn binding(&self) -> wgpu::BufferBinding<'_> {
+        self.as_entire_buffer_binding()
+    }
+}
+
+impl<T: Bindable + ?Sized> Bindable for &T {
+    fn binding(&self) -> wgpu::BufferBinding<'_> {
+        (**self).binding()
+    }
+}
+
 /// Records one dispatch of `entry` of `shader` over `groups` workgroups with `buffers` bound
 /// to bindings 0, 1, … of group 0.
 pub fn dispatch(
@@ -26,7 +51,7 @@ pub fn dispatch(
     enc: &mut wgpu::CommandEncoder,
     shader: &'static str,
     entry: &'static str,
-    buffers: &[&wgpu::Buffer],
+    buffers: &[&dyn Bindable],
     groups: u32,
 ) -> Result<()> {
     let (x, y) = grid(groups);
@@ -39,7 +64,7 @@ pub fn dispatch_grid(
     enc: &mut wgpu::CommandEncoder,
     shader: &'static str,
     entry: &'static str,
-    buffers: &[&wgpu::Buffer],
+    buffers: &[&dyn Bindable],
     grid: [u32; 3],
 ) -> Result<()> {
     dispatch_with(ctx, enc, (shader, entry, &[]), buffers, grid)
@@ -50,7 +75,7 @@ pub fn dispatch_with(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
     (shader, entry, constants): (&'static str, &'static str, Constants<'_>),
-    buffers: &[&wgpu::Buffer],
+    buffers: &[&dyn Bindable],
     [x, y, z]: [u32; 3],
 ) -> Result<()> {
     let pipeline = ctx.pipelines.get_with(&ctx.device, shader, entry, constants)?;
@@ -58,7 +83,7 @@ pub fn dispatch_with(
     let entries: Vec<wgpu::BindGroupEntry> = buffers
         .iter()
         .enumerate()
-        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: wgpu::BindingResource::Buffer(b.binding()) })
         .collect();
     let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some(entry),

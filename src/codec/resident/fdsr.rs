@@ -8,7 +8,7 @@ use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
 use crate::codec::reuse_gpu::{self, ReuseInputs, ReuseParams};
 use crate::codec::scan::{record_scan, Keep};
 use crate::error::Result;
-use crate::gpu::kernel::{dispatch, dispatch_with, grid, uniform};
+use crate::gpu::kernel::{dispatch, dispatch_with, grid, uniform, Bindable};
 use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 use crate::reference::alloc_rule::{self, AllocMode};
 
@@ -156,7 +156,7 @@ impl Job<'_> {
         };
         enc.clear_buffer(&a.dcmax, 0, None);
         let (p, unused, no_region) = (self.encode_params(), scratch(ctx, 4), scratch(ctx, 4));
-        let binds = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, &no_region, &unused];
+        let binds: [&dyn Bindable; 8] = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, &no_region, &unused];
         let c = edge_constants(&self.cfg.band_edges);
         let (x, y) = grid(g.groups());
         dispatch_with(ctx, enc, ("fdsr_encode", "analyze_tiles", &c), &binds, [x, y, 1])?;
@@ -201,7 +201,7 @@ impl Job<'_> {
         };
         let p = uniform(ctx, "fdsr alloc", &p);
         let acc = scratch(ctx, 16);
-        let binds = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, &*acc];
+        let binds: [&dyn Bindable; 7] = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, &*acc];
         dispatch(ctx, enc, "fdsr_alloc", "alloc_bits", &binds, 1)
     }
 
@@ -256,7 +256,7 @@ impl Job<'_> {
             }
         };
         let p = self.encode_params();
-        let binds = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, region, state];
+        let binds: [&dyn Bindable; 8] = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, region, state];
         let meta_words = (l.pay_off - l.cls_off) + (l.cls_off - l.dc_off);
         dispatch(ctx, enc, "fdsr_encode", "pack_meta", &binds, (meta_words as u32).div_ceil(WG))?;
         dispatch(ctx, enc, "fdsr_encode", "tile_sizes", &binds, tiles.div_ceil(WG))?;
@@ -292,7 +292,7 @@ impl Job<'_> {
             ..Default::default()
         };
         let p = uniform(self.ctx, "fdsr finish", &p);
-        let binds = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, acc];
+        let binds: [&dyn Bindable; 7] = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, acc];
         dispatch(self.ctx, enc, "fdsr_alloc", "finish_segment", &binds, 1)
     }
 }
@@ -309,7 +309,7 @@ pub fn record_tile_read(
     let work = scratch(ctx, u64::from(g.tiles()) * 4);
     let unused: Vec<PooledBuffer> = (0..4).map(|_| scratch(ctx, 4)).collect();
     let tables = crate::codec::tables::Tables::buffer(ctx);
-    let binds = [&tables, &p, input, &work, &unused[0], &unused[1], &unused[2], &unused[3]];
+    let binds: [&dyn Bindable; 8] = [&tables, &p, input, &work, &unused[0], &unused[1], &unused[2], &unused[3]];
     dispatch(ctx, enc, "fdsr_encode", "read_tiles", &binds, g.groups())
 }
 
@@ -342,7 +342,7 @@ pub fn record_decode(
     };
     let p = uniform(ctx, "fdsr decode", &p);
     let work = scratch(ctx, u64::from(tiles) * 4);
-    let binds = [tables, &p, region, &work, out];
+    let binds: [&dyn Bindable; 5] = [tables, &p, region, &work, out];
     dispatch(ctx, enc, "fdsr_decode", "decode_sizes", &binds, tiles.div_ceil(WG))?;
     let mut keep: Keep = Vec::new();
     record_scan(ctx, enc, &work, tiles, &mut keep)?;

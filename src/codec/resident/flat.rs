@@ -6,7 +6,7 @@
 use super::layout::{DivisionLayout, UniformLayout};
 use crate::codec::config::{CodecOptions, Rounding};
 use crate::error::Result;
-use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::kernel::{dispatch, uniform, Bindable};
 use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 
 const WG: u32 = 256;
@@ -108,7 +108,7 @@ fn run(
 ) -> Result<()> {
     let dummies: Vec<PooledBuffer> = bufs.iter().filter(|b| b.is_none()).map(|_| scratch(ctx, 4)).collect();
     let mut d = dummies.iter();
-    let mut binds: Vec<&wgpu::Buffer> = vec![tables, p];
+    let mut binds: Vec<&dyn Bindable> = vec![tables, p];
     for b in bufs {
         match b {
             Some(b) => binds.push(b),

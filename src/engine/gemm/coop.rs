@@ -5,7 +5,7 @@
 use super::{GemmParams, GemmPlan};
 use crate::engine::tensor::Tensor;
 use crate::error::Result;
-use crate::gpu::kernel::{dispatch, dispatch_with, uniform};
+use crate::gpu::kernel::{dispatch, dispatch_with, uniform, Bindable};
 use crate::gpu::{Category, GpuContext};
 
 /// Mirror of `ScaleParams` in `shaders/gemm_scale.wgsl`.
@@ -63,9 +63,9 @@ pub fn scale_groups(len: usize) -> u32 {
 pub fn record_absmax(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
-    x: &wgpu::Buffer,
+    x: &dyn Bindable,
     len: usize,
-    scales: &wgpu::Buffer,
+    scales: &dyn Bindable,
     slot: u32,
 ) -> Result<()> {
     let q = ScaleParams { len: len as u32, slot, ..Default::default() };
@@ -83,17 +83,17 @@ pub(super) fn record(
     plan: &GemmPlan,
     p: &GemmParams,
     pbuf: &wgpu::Buffer,
-    [a, b, bias]: [&wgpu::Buffer; 3],
-    out: &wgpu::Buffer,
+    [a, b, bias]: [&dyn Bindable; 3],
+    out: &dyn Bindable,
     grid: [u32; 3],
 ) -> Result<()> {
     let scales = Tensor::uninit(ctx, &[2], Category::Workspace);
     enc.clear_buffer(scales.buffer(), 0, None);
     let (alen, blen) = operand_lens(entry, p);
-    record_absmax(ctx, enc, a, alen, scales.buffer(), 0)?;
-    record_absmax(ctx, enc, b, blen, scales.buffer(), 1)?;
+    record_absmax(ctx, enc, a, alen, &scales, 0)?;
+    record_absmax(ctx, enc, b, blen, &scales, 1)?;
     let constants = [("TM", plan.tm as f64), ("ROUNDS", f64::from(rounds))];
-    dispatch_with(ctx, enc, ("gemm_coop", entry, &constants[..]), &[pbuf, a, b, bias, out, scales.buffer()], grid)
+    dispatch_with(ctx, enc, ("gemm_coop", entry, &constants[..]), &[pbuf, a, b, bias, out, &scales], grid)
 }
 
 #[cfg(test)]

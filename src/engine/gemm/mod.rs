@@ -12,7 +12,7 @@ pub use select::{rel_error, select_compute, ComputeReport, SELF_CHECK_TOLERANCE}
 
 use super::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch, dispatch_with, uniform, MAX_GROUPS_PER_DIM};
+use crate::gpu::kernel::{dispatch, dispatch_with, uniform, Bindable, MAX_GROUPS_PER_DIM};
 use crate::gpu::{Category, ComputePath, GpuContext};
 pub use crate::reference::conv::ConvGeom;
 
@@ -111,9 +111,9 @@ fn run(
     enc: &mut wgpu::CommandEncoder,
     entry: &'static str,
     mut p: GemmParams,
-    a: &wgpu::Buffer,
-    b: &wgpu::Buffer,
-    bias: Option<&wgpu::Buffer>,
+    a: &dyn Bindable,
+    b: &dyn Bindable,
+    bias: Option<&Tensor>,
     out: &Tensor,
 ) -> Result<()> {
     let (m, n, k) = (p.m as usize, p.n as usize, p.k as usize);
@@ -127,10 +127,13 @@ fn run(
     p.splits = plan.splits as u32;
     p.k_split = plan.k_split as u32;
     p.lanes = plan.lanes as u32;
-    let bias = bias.unwrap_or(a);
+    let bias: &dyn Bindable = match bias {
+        Some(t) => t,
+        None => a,
+    };
     ctx.profiler.add_flops(entry, 2.0 * m as f64 * n as f64 * k as f64);
     let pbuf = uniform(ctx, entry, &p);
-    let product = |enc: &mut wgpu::CommandEncoder, target: &wgpu::Buffer| match ctx.compute_path() {
+    let product = |enc: &mut wgpu::CommandEncoder, target: &Tensor| match ctx.compute_path() {
         ComputePath::Fp32 => {
             let kernel = ("gemm", entry, &[("TM", plan.tm as f64)][..]);
             dispatch_with(ctx, enc, kernel, &[&pbuf, a, b, bias, target], grid)
@@ -140,12 +143,12 @@ fn run(
         }
     };
     if plan.splits == 1 {
-        return product(enc, out.buffer());
+        return product(enc, out);
     }
     let partial = Tensor::uninit(ctx, &[plan.splits, m, n], Category::Workspace);
-    product(enc, partial.buffer())?;
+    product(enc, &partial)?;
     let groups = plan.reduce_groups(m * n) as u32;
-    dispatch(ctx, enc, "gemm", "reduce_splits", &[&pbuf, partial.buffer(), b, b, out.buffer()], groups)
+    dispatch(ctx, enc, "gemm", "reduce_splits", &[&pbuf, &partial, b, b, out], groups)
 }
 
 /// `y = x · wᵀ (+ bias)`: `x [rows, inner]`, `w [cols, inner]`, `bias [cols]` → `y [rows, cols]`.
@@ -180,7 +183,7 @@ pub fn linear_forward(
         sbn: inner as u32,
         ..Default::default()
     };
-    run(ctx, enc, "matmul_strided", p, x.buffer(), w.buffer(), bias.map(Tensor::buffer), &y)?;
+    run(ctx, enc, "matmul_strided", p, x, w, bias, &y)?;
     Ok(y)
 }
 
@@ -208,7 +211,7 @@ pub fn linear_backward_data(
         sbn: 1,
         ..Default::default()
     };
-    run(ctx, enc, "matmul_strided", p, dy.buffer(), w.buffer(), None, &dx)?;
+    run(ctx, enc, "matmul_strided", p, dy, w, None, &dx)?;
     Ok(dx)
 }
 
@@ -245,7 +248,7 @@ pub fn linear_backward_weight(
         sbn: 1,
         ..Default::default()
     };
-    run(ctx, enc, "matmul_strided", p, dy.buffer(), x.buffer(), None, dw)
+    run(ctx, enc, "matmul_strided", p, dy, x, None, dw)
 }
 
 /// `db[c] = Σ_rows dy[row, c]` written into `db [cols]`; `ones` holds `ones_len ≥ rows` ones.
@@ -253,7 +256,7 @@ pub fn column_sums(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
     dy: &Tensor,
-    (ones, ones_len): (&wgpu::Buffer, usize),
+    (ones, ones_len): (&dyn Bindable, usize),
     db: &Tensor,
 ) -> Result<()> {
     let &[rows, cols] = dy.shape() else {
@@ -273,7 +276,7 @@ pub fn column_sums(
         sbn: 1,
         ..Default::default()
     };
-    run(ctx, enc, "matmul_strided", p, ones, dy.buffer(), None, db)
+    run(ctx, enc, "matmul_strided", p, ones, dy, None, db)
 }
 
 /// Conv2d forward: `x [b, cin, h, w]` with `w [cout, cin, k, k]` (+ `bias [cout]`) → `y`.
@@ -293,7 +296,7 @@ pub fn conv2d_forward(
     }
     let y = Tensor::uninit(ctx, &g.out_shape(), Category::Workspace);
     let p = g.params(g.cout, g.batch * g.oh() * g.ow(), g.cin * g.ksize * g.ksize);
-    run(ctx, enc, "conv_forward", p, w.buffer(), x.buffer(), bias.map(Tensor::buffer), &y)?;
+    run(ctx, enc, "conv_forward", p, w, x, bias, &y)?;
     Ok(y)
 }
 
@@ -309,7 +312,7 @@ pub fn conv2d_backward_data(
     check_len(w, g.weight_shape().iter().product(), "conv weights")?;
     let dx = Tensor::uninit(ctx, &[g.batch, g.cin, g.h, g.w], Category::Workspace);
     let p = g.params(g.cin, g.batch * g.h * g.w, g.cout * g.ksize * g.ksize);
-    run(ctx, enc, "conv_backward_data", p, w.buffer(), dy.buffer(), None, &dx)?;
+    run(ctx, enc, "conv_backward_data", p, w, dy, None, &dx)?;
     Ok(dx)
 }
 
@@ -326,5 +329,5 @@ pub fn conv2d_backward_weight(
     check_len(x, g.batch * g.cin * g.h * g.w, "conv input")?;
     check_len(dw, g.weight_shape().iter().product(), "conv weight gradient")?;
     let p = g.params(g.cout, g.cin * g.ksize * g.ksize, g.batch * g.oh() * g.ow());
-    run(ctx, enc, "conv_backward_weight", p, dy.buffer(), x.buffer(), None, dw)
+    run(ctx, enc, "conv_backward_weight", p, dy, x, None, dw)
 }

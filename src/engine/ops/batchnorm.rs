@@ -13,7 +13,7 @@
 use super::{dummy, expect_shape, groups, reducing, BitMask};
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch_with, uniform, MAX_GROUPS_PER_DIM};
+use crate::gpu::kernel::{dispatch_with, uniform, Bindable, MAX_GROUPS_PER_DIM};
 use crate::gpu::Constants;
 use crate::gpu::{Category, GpuContext};
 pub use crate::reference::nn_train::{BN_EPS, BN_MOMENTUM};
@@ -125,8 +125,8 @@ fn record(
     enc: &mut wgpu::CommandEncoder,
     entry: &'static str,
     p: &BnGpuParams,
-    reads: [Option<&wgpu::Buffer>; 5],
-    writes: [Option<&wgpu::Buffer>; 3],
+    reads: [Option<&Tensor>; 5],
+    writes: [Option<&Tensor>; 3],
     grid: [u32; 3],
 ) -> Result<()> {
     record_with(ctx, enc, (entry, &[]), p, reads, writes, grid)
@@ -138,22 +138,25 @@ fn record_with(
     enc: &mut wgpu::CommandEncoder,
     (entry, constants): (&'static str, Constants<'_>),
     p: &BnGpuParams,
-    reads: [Option<&wgpu::Buffer>; 5],
-    writes: [Option<&wgpu::Buffer>; 3],
+    reads: [Option<&Tensor>; 5],
+    writes: [Option<&Tensor>; 3],
     grid: [u32; 3],
 ) -> Result<()> {
     let pb = uniform(ctx, entry, p);
     // An unused read slot takes the first bound read (never written by this pass); each unused
     // writable slot its own scratch word (WebGPU forbids aliasing a writable binding).
-    let filler = reads.iter().flatten().next().copied().unwrap_or(&pb);
+    let filler: &dyn Bindable = match reads.iter().flatten().next() {
+        Some(t) => *t,
+        None => &pb,
+    };
     let scratch: Vec<Tensor> = writes.iter().filter(|w| w.is_none()).map(|_| dummy(ctx)).collect();
     let mut spare = scratch.iter();
-    let mut bufs: Vec<&wgpu::Buffer> = vec![&pb];
-    bufs.extend(reads.iter().map(|r| r.unwrap_or(filler)));
+    let mut bufs: Vec<&dyn Bindable> = vec![&pb];
+    bufs.extend(reads.iter().map(|r| r.map_or(filler, |t| t as &dyn Bindable)));
     for w in writes {
-        bufs.push(match w {
-            Some(b) => b,
-            None => spare.next().map(Tensor::buffer).unwrap_or(filler),
+        bufs.push(match w.or_else(|| spare.next()) {
+            Some(t) => t,
+            None => filler,
         });
     }
     dispatch_with(ctx, enc, (reducing(ctx, SHADER), entry, constants), &bufs, grid)
@@ -176,8 +179,8 @@ fn apply(
     let y = Tensor::uninit(ctx, x.shape(), Category::Workspace);
     let mask = (p.relu != 0)
         .then(|| BitMask { words: Tensor::uninit(ctx, &[x.numel().div_ceil(32)], mask_category), len: x.numel() });
-    let reads = [Some(x.buffer()), None, Some(bn.beta.buffer()), Some(s.stats.buffer()), None];
-    let writes = [Some(y.buffer()), mask.as_ref().map(|m| m.words.buffer()), None];
+    let reads = [Some(x), None, Some(bn.beta), Some(&s.stats), None];
+    let writes = [Some(&y), mask.as_ref().map(|m| &m.words), None];
     record(ctx, enc, "bn_apply", p, reads, writes, elementwise(p))?;
     Ok((y, mask))
 }
@@ -198,17 +201,17 @@ pub fn batchnorm_train_forward(
     let c = p.c as usize;
     check_params(bn, c)?;
     let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::SavedActivations) };
-    let finish = [Some(s.stats.buffer()), Some(bn.running_mean.buffer()), Some(bn.running_var.buffer())];
-    let gamma = Some(bn.gamma.buffer());
+    let finish = [Some(&s.stats), Some(bn.running_mean), Some(bn.running_var)];
+    let gamma: Option<&Tensor> = Some(bn.gamma);
     if p.chunks == 1 {
         // One chunk per channel: the partial pass writes the statistics itself.
-        let reads = [Some(x.buffer()), None, None, None, gamma];
+        let reads = [Some(x), None, None, None, gamma];
         record(ctx, enc, "bn_stats_partial", &p, reads, finish, [1, p.c, 1])?;
     } else {
         let part = Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace);
-        let reads = [Some(x.buffer()), None, None, None, None];
-        record(ctx, enc, "bn_stats_partial", &p, reads, [Some(part.buffer()), None, None], [p.chunks, p.c, 1])?;
-        let reads = [None, Some(part.buffer()), None, None, gamma];
+        let reads = [Some(x), None, None, None, None];
+        record(ctx, enc, "bn_stats_partial", &p, reads, [Some(&part), None, None], [p.chunks, p.c, 1])?;
+        let reads = [None, Some(&part), None, None, gamma];
         record(ctx, enc, "bn_stats_finish", &p, reads, finish, [p.c, 1, 1])?;
     }
     let (y, mask) = apply(ctx, enc, (x, bn, &s), &p, Category::SavedActivations)?;
@@ -240,8 +243,8 @@ pub fn batchnorm_eval_forward(
     };
     let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::Workspace) };
     let (gx, gy) = crate::gpu::kernel::grid(groups(c, "batch norm")?);
-    let reads = [None, Some(bn.running_mean.buffer()), Some(bn.running_var.buffer()), None, Some(bn.gamma.buffer())];
-    record(ctx, enc, "bn_eval_stats", &p, reads, [Some(s.stats.buffer()), None, None], [gx, gy, 1])?;
+    let reads: [Option<&Tensor>; 5] = [None, Some(bn.running_mean), Some(bn.running_var), None, Some(bn.gamma)];
+    record(ctx, enc, "bn_eval_stats", &p, reads, [Some(&s.stats), None, None], [gx, gy, 1])?;
     Ok(apply(ctx, enc, (x, bn, &s), &p, Category::Workspace)?.0)
 }
 
@@ -274,20 +277,20 @@ pub fn batchnorm_backward(
         }
         p.relu = 1;
     }
-    let (mk, st) = (mask.map(|m| m.words.buffer()), Some(saved.stats.buffer()));
+    let (mk, st) = (mask.map(|m| &m.words), Some(&saved.stats));
     let grid = [p.chunks, p.c, 1];
     // With one chunk per channel the dx pass sums its channel itself.
     let part = (p.chunks > 1).then(|| Tensor::uninit(ctx, &[c * p.chunks as usize, 2], Category::Workspace));
     if let Some(part) = &part {
-        let reads = [Some(x.buffer()), Some(dy.buffer()), mk, st, None];
-        record(ctx, enc, "bn_backward_partial", &p, reads, [Some(part.buffer()), None, None], grid)?;
+        let reads = [Some(x), Some(&dy), mk, st, None];
+        record(ctx, enc, "bn_backward_partial", &p, reads, [Some(part), None, None], grid)?;
     }
     // dy held by nobody else is overwritten with dx: one activation-sized buffer fewer at the
     // peak of a block's backward (same arithmetic, same bits).
     let in_place = dy.is_unique();
     let dx = if in_place { dy.clone() } else { Tensor::uninit(ctx, x.shape(), Category::Workspace) };
-    let reads = [Some(x.buffer()), (!in_place).then(|| dy.buffer()), mk, st, part.as_ref().map(Tensor::buffer)];
-    let writes = [Some(dx.buffer()), Some(dgamma.buffer()), Some(dbeta.buffer())];
+    let reads = [Some(x), (!in_place).then_some(&dy), mk, st, part.as_ref()];
+    let writes = [Some(&dx), Some(dgamma), Some(dbeta)];
     let constants = [("IN_PLACE", if in_place { 1.0 } else { 0.0 })];
     record_with(ctx, enc, ("bn_backward_dx", &constants), &p, reads, writes, grid)?;
     Ok(dx)

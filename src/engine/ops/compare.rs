@@ -5,7 +5,7 @@
 use super::{expect_shape, reducing};
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::kernel::{dispatch, uniform, Bindable};
 use crate::gpu::GpuContext;
 
 /// The shader, with workgroup-memory and with subgroup sums.
@@ -50,6 +50,6 @@ pub fn diff_sums(
         )));
     }
     let p = uniform(ctx, "diff_sums", &CompareParams { n: n as u32, offset: first as u32, _a: [0; 2] });
-    let bufs = [&p, exact.buffer(), compressed.buffer(), out.buffer()];
+    let bufs: [&dyn Bindable; 4] = [&p, &exact, &compressed, &out];
     dispatch(ctx, enc, reducing(ctx, SHADER), "diff_sums", &bufs, groups as u32)
 }

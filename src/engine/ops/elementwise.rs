@@ -5,7 +5,7 @@
 use super::{dummy, expect_shape, groups};
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch, dispatch_with, grid, uniform};
+use crate::gpu::kernel::{dispatch, dispatch_with, grid, uniform, Bindable};
 use crate::gpu::{Category, GpuContext};
 
 /// Mirror of `EwParams` in `shaders/ops_elementwise.wgsl`.
@@ -44,14 +44,7 @@ pub fn relu_forward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Tensor
     let words = Tensor::uninit(ctx, &[p.words as usize], Category::SavedActivations);
     let pb = uniform(ctx, "relu_forward", &p);
     let g = (p.words as usize).div_ceil(super::WG) as u32;
-    dispatch(
-        ctx,
-        enc,
-        "ops_elementwise",
-        "relu_forward",
-        &[&pb, x.buffer(), x.buffer(), y.buffer(), words.buffer()],
-        g,
-    )?;
+    dispatch(ctx, enc, "ops_elementwise", "relu_forward", &[&pb, &x, &x, &y, &words], g)?;
     Ok((y, BitMask { words, len: x.numel() }))
 }
 
@@ -61,7 +54,7 @@ pub fn positive_mask(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Tenso
     let words = Tensor::uninit(ctx, &[p.words as usize], Category::SavedActivations);
     let (pb, d) = (uniform(ctx, "positive_mask", &p), dummy(ctx));
     let g = (p.words as usize).div_ceil(super::WG) as u32;
-    let binds = [&pb, x.buffer(), x.buffer(), d.buffer(), words.buffer()];
+    let binds: [&dyn Bindable; 5] = [&pb, &x, &x, &d, &words];
     dispatch(ctx, enc, "ops_elementwise", "positive_mask", &binds, g)?;
     Ok(BitMask { words, len: x.numel() })
 }
@@ -99,12 +92,12 @@ fn masked(
     let (pb, d) = (uniform(ctx, entry, &p), dummy(ctx));
     let (gx, gy) = grid(g);
     if x.is_unique() {
-        let bufs = [&pb, mask.words.buffer(), mask.words.buffer(), x.buffer(), d.buffer()];
+        let bufs: [&dyn Bindable; 5] = [&pb, &mask.words, &mask.words, &x, &d];
         dispatch_with(ctx, enc, ("ops_elementwise", entry, &[("IN_PLACE", 1.0)]), &bufs, [gx, gy, 1])?;
         return Ok(x);
     }
     let out = Tensor::uninit(ctx, x.shape(), Category::Workspace);
-    dispatch(ctx, enc, "ops_elementwise", entry, &[&pb, x.buffer(), mask.words.buffer(), out.buffer(), d.buffer()], g)?;
+    dispatch(ctx, enc, "ops_elementwise", entry, &[&pb, &x, &mask.words, &out, &d], g)?;
     Ok(out)
 }
 
@@ -114,7 +107,7 @@ pub fn add(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, a: &Tensor, b: &Ten
     let (p, g) = params(a.numel(), "add")?;
     let out = Tensor::uninit(ctx, a.shape(), Category::Workspace);
     let (pb, d) = (uniform(ctx, "add", &p), dummy(ctx));
-    dispatch(ctx, enc, "ops_elementwise", "add", &[&pb, a.buffer(), b.buffer(), out.buffer(), d.buffer()], g)?;
+    dispatch(ctx, enc, "ops_elementwise", "add", &[&pb, &a, &b, &out, &d], g)?;
     Ok(out)
 }
 
@@ -126,7 +119,7 @@ pub fn add_relu(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, a: &Tensor, b:
     let y = Tensor::uninit(ctx, a.shape(), Category::Workspace);
     let words = Tensor::uninit(ctx, &[p.words as usize], Category::SavedActivations);
     let pb = uniform(ctx, "add_relu", &p);
-    let binds = [&pb, a.buffer(), b.buffer(), y.buffer(), words.buffer()];
+    let binds: [&dyn Bindable; 5] = [&pb, &a, &b, &y, &words];
     dispatch(ctx, enc, "ops_elementwise", "add_relu", &binds, g)?;
     Ok((y, BitMask { words, len: a.numel() }))
 }
@@ -134,7 +127,7 @@ pub fn add_relu(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, a: &Tensor, b:
 /// `acc += x` (equal shapes, distinct buffers), e.g. summing the gradients of a tensor used twice.
 pub fn add_into(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, acc: &Tensor, x: &Tensor) -> Result<()> {
     expect_shape(x, acc.shape(), "add_into: x")?;
-    if acc.buffer() == x.buffer() {
+    if acc.overlaps(x) {
         return Err(FdsrError::InvalidTensor(format!(
             "add_into: acc {:?} and x share one buffer (use a copy)",
             acc.shape()
@@ -142,5 +135,5 @@ pub fn add_into(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, acc: &Tensor, 
     }
     let (p, g) = params(acc.numel(), "add_into")?;
     let (pb, d) = (uniform(ctx, "add_into", &p), dummy(ctx));
-    dispatch(ctx, enc, "ops_elementwise", "add_into", &[&pb, x.buffer(), x.buffer(), acc.buffer(), d.buffer()], g)
+    dispatch(ctx, enc, "ops_elementwise", "add_into", &[&pb, &x, &x, &acc, &d], g)
 }

@@ -6,7 +6,7 @@
 use super::groups;
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::kernel::{dispatch, uniform, Bindable};
 use crate::gpu::{Category, GpuContext};
 
 /// Mirror of `FqParams` in `shaders/fakequant.wgsl`.
@@ -63,7 +63,7 @@ pub fn min_max(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Tensor) -> 
     let scratch = Tensor::uninit(ctx, &[2 * MAX_PARTIALS + 2], Category::Workspace);
     let pb = uniform(ctx, "fake_quant range", &p);
     let y = super::dummy(ctx);
-    let binds = [&pb, x.buffer(), y.buffer(), scratch.buffer(), x.buffer()];
+    let binds: [&dyn Bindable; 5] = [&pb, &x, &y, &scratch, &x];
     dispatch(ctx, enc, "fakequant", "minmax_partial", &binds, partials as u32)?;
     dispatch(ctx, enc, "fakequant", "minmax_final", &binds, 1)?;
     Ok(scratch)
@@ -122,7 +122,7 @@ pub fn quantize(
     };
     let y = Tensor::uninit(ctx, x.shape(), Category::Workspace);
     let pb = uniform(ctx, "fake_quant", &p);
-    let binds = [&pb, x.buffer(), y.buffer(), range.buffer(), choice.buffer()];
+    let binds: [&dyn Bindable; 5] = [&pb, &x, &y, &range, &choice];
     dispatch(ctx, enc, "fakequant", "fake_quant", &binds, g)?;
     Ok(y.with_sign(x.sign().clone()))
 }

@@ -4,7 +4,7 @@
 use super::expect_shape;
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch, uniform};
+use crate::gpu::kernel::{dispatch, uniform, Bindable};
 use crate::gpu::{Category, GpuContext};
 
 /// The bit options of DFQ's gates and how they train, as the kernels take them.
@@ -110,16 +110,7 @@ pub fn gate_forward(
         choice: Tensor::uninit(ctx, &[n], Category::Workspace),
     };
     let pb = uniform(ctx, "gate_forward", &p);
-    let binds = [
-        &pb,
-        x.buffer(),
-        weight.buffer(),
-        bias.buffer(),
-        st.means.buffer(),
-        st.probs.buffer(),
-        st.choice.buffer(),
-        counts.buffer(),
-    ];
+    let binds: [&dyn Bindable; 8] = [&pb, &x, &weight, &bias, &st.means, &st.probs, &st.choice, &counts];
     dispatch(ctx, enc, "gate_forward", "gate_forward", &binds, n as u32)?;
     Ok(st)
 }
@@ -147,17 +138,7 @@ pub fn gate_backward(
     expect_shape(bgrad, &[k], "gate bias gradient")?;
     let dlogit = Tensor::uninit(ctx, &[n, k], Category::Workspace);
     let pb = uniform(ctx, "gate_backward", &p);
-    let binds = [
-        &pb,
-        x.buffer(),
-        dx.buffer(),
-        range.buffer(),
-        st.probs.buffer(),
-        st.means.buffer(),
-        dlogit.buffer(),
-        wgrad.buffer(),
-        bgrad.buffer(),
-    ];
+    let binds: [&dyn Bindable; 9] = [&pb, &x, &dx, &range, &st.probs, &st.means, &dlogit, &wgrad, &bgrad];
     dispatch(ctx, enc, "gate_backward", "gate_backward", &binds, n as u32)?;
     dispatch(ctx, enc, "gate_backward", "gate_grad", &binds, 1)
 }

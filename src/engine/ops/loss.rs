@@ -4,7 +4,7 @@
 use super::{dummy, expect_shape, groups, reducing, upload_words};
 use crate::engine::tensor::Tensor;
 use crate::error::{FdsrError, Result};
-use crate::gpu::kernel::{dispatch, dispatch_grid, uniform};
+use crate::gpu::kernel::{dispatch, dispatch_grid, uniform, Bindable};
 use crate::gpu::{Category, GpuContext};
 
 /// Largest batch (rows) the loss accepts.
@@ -85,10 +85,10 @@ pub fn cross_entropy_forward(
     let loss = Tensor::uninit(ctx, &[1], Category::Workspace);
     let correct = Tensor::uninit(ctx, &[1], Category::Workspace);
     let pb = uniform(ctx, "ce", &p);
-    let bufs = [&pb, logits.buffer(), labels.words.buffer(), probs.buffer(), rows.buffer(), hits.buffer()];
+    let bufs: [&dyn Bindable; 6] = [&pb, &logits, &labels.words, &probs, &rows, &hits];
     dispatch(ctx, enc, reducing(ctx, SHADER), "ce_rows", &bufs, groups(b, "cross-entropy")?)?;
     let d = dummy(ctx);
-    let bufs = [&pb, rows.buffer(), hits.buffer(), loss.buffer(), correct.buffer(), d.buffer()];
+    let bufs: [&dyn Bindable; 6] = [&pb, &rows, &hits, &loss, &correct, &d];
     dispatch_grid(ctx, enc, reducing(ctx, SHADER), "ce_reduce", &bufs, [1, 1, 1])?;
     Ok(LossOut { loss, correct, probs })
 }
@@ -103,7 +103,7 @@ pub fn cross_entropy_backward(
     let p = params(probs.shape(), labels, "cross-entropy backward")?;
     let dx = Tensor::uninit(ctx, probs.shape(), Category::Workspace);
     let (pb, d1, d2) = (uniform(ctx, "ce_backward", &p), dummy(ctx), dummy(ctx));
-    let bufs = [&pb, probs.buffer(), labels.words.buffer(), dx.buffer(), d1.buffer(), d2.buffer()];
+    let bufs: [&dyn Bindable; 6] = [&pb, &probs, &labels.words, &dx, &d1, &d2];
     dispatch(
         ctx,
         enc,
@@ -121,6 +121,6 @@ pub fn accumulate_metrics(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, out:
     expect_shape(&out.loss, &[1], "loss")?;
     expect_shape(&out.correct, &[1], "correct count")?;
     let (pb, d1, d2) = (uniform(ctx, "accumulate_metrics", &LossParams::default()), dummy(ctx), dummy(ctx));
-    let bufs = [&pb, out.loss.buffer(), out.correct.buffer(), acc.buffer(), d1.buffer(), d2.buffer()];
+    let bufs: [&dyn Bindable; 6] = [&pb, &out.loss, &out.correct, &acc, &d1, &d2];
     dispatch_grid(ctx, enc, reducing(ctx, SHADER), "accumulate_metrics", &bufs, [1, 1, 1])
 }

@@ -1,5 +1,6 @@
 //! Drivers of `shaders/ops_optim.wgsl`: SGD (momentum, Nesterov, L2 weight decay) and AdamW steps
-//! over one parameter tensor, in place, with PyTorch's semantics.
+//! over one tensor, in place, with PyTorch's semantics — one parameter, or the optimizer's arena
+//! of all of them in one dispatch (weight decay on a leading range only).
 
 use super::{dummy, expect_shape, groups};
 use crate::engine::tensor::Tensor;
@@ -18,8 +19,8 @@ pub struct OptimParams {
     pub nesterov: u32,
     /// 1 when SGD keeps a momentum buffer.
     pub use_buf: u32,
-    /// Padding.
-    pub _a: u32,
+    /// Values `[0, decayed)` take weight decay `wd`, the rest none.
+    pub decayed: u32,
     /// Learning rate.
     pub lr: f32,
     /// SGD momentum.
@@ -49,6 +50,18 @@ pub fn sgd_step(
     momentum_buf: Option<&Tensor>,
     h: SgdParams,
 ) -> Result<()> {
+    sgd_step_split(ctx, enc, (param, grad, momentum_buf), h, param.numel())
+}
+
+/// [`sgd_step`] with weight decay on the first `decayed` values only (the others as with a
+/// weight decay of 0, bit for bit): one dispatch over many parameters laid out in one arena.
+pub fn sgd_step_split(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    (param, grad, momentum_buf): (&Tensor, &Tensor, Option<&Tensor>),
+    h: SgdParams,
+    decayed: usize,
+) -> Result<()> {
     expect_shape(grad, param.shape(), "sgd gradient")?;
     if let Some(b) = momentum_buf {
         expect_shape(b, param.shape(), "sgd momentum buffer")?;
@@ -59,6 +72,7 @@ pub fn sgd_step(
         n: param.numel() as u32,
         nesterov: u32::from(h.nesterov),
         use_buf: u32::from(momentum_buf.is_some()),
+        decayed: decayed.min(param.numel()) as u32,
         lr: h.lr,
         momentum: h.momentum,
         wd: h.weight_decay,
@@ -66,8 +80,8 @@ pub fn sgd_step(
     };
     let g = groups(param.numel(), "sgd")?;
     let (pb, d1, d2) = (uniform(ctx, "sgd_step", &p), dummy(ctx), dummy(ctx));
-    let m = momentum_buf.map_or(d1.buffer(), Tensor::buffer);
-    dispatch(ctx, enc, "ops_optim", "sgd_step", &[&pb, param.buffer(), grad.buffer(), m, d2.buffer()], g)
+    let m = momentum_buf.unwrap_or(&d1);
+    dispatch(ctx, enc, "ops_optim", "sgd_step", &[&pb, param, grad, m, &d2], g)
 }
 
 /// One AdamW step: `param −= lr·wd·param`, then Adam with bias-corrected moments `m`, `v`
@@ -81,6 +95,17 @@ pub fn adamw_step(
     v: &Tensor,
     h: AdamParams,
 ) -> Result<()> {
+    adamw_step_split(ctx, enc, [param, grad, m, v], h, param.numel())
+}
+
+/// [`adamw_step`] with weight decay on the first `decayed` values only (see [`sgd_step_split`]).
+pub fn adamw_step_split(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    [param, grad, m, v]: [&Tensor; 4],
+    h: AdamParams,
+    decayed: usize,
+) -> Result<()> {
     expect_shape(grad, param.shape(), "adamw gradient")?;
     expect_shape(m, param.shape(), "adamw first moment")?;
     expect_shape(v, param.shape(), "adamw second moment")?;
@@ -90,6 +115,7 @@ pub fn adamw_step(
     let step = i32::try_from(h.step).unwrap_or(i32::MAX);
     let p = OptimParams {
         n: param.numel() as u32,
+        decayed: decayed.min(param.numel()) as u32,
         lr: h.lr,
         wd: h.weight_decay,
         beta1: h.beta1,
@@ -101,5 +127,5 @@ pub fn adamw_step(
     };
     let g = groups(param.numel(), "adamw")?;
     let pb = uniform(ctx, "adamw_step", &p);
-    dispatch(ctx, enc, "ops_optim", "adamw_step", &[&pb, param.buffer(), grad.buffer(), m.buffer(), v.buffer()], g)
+    dispatch(ctx, enc, "ops_optim", "adamw_step", &[&pb, param, grad, m, v], g)
 }

@@ -80,7 +80,7 @@ pub fn maxpool2_forward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Te
     let words = Tensor::uninit(ctx, &[p.words as usize], Category::SavedActivations);
     let pb = uniform(ctx, "maxpool_forward", &p);
     let g = (p.words as usize).div_ceil(WG) as u32;
-    dispatch(ctx, enc, "ops_pool", "maxpool_forward", &[&pb, x.buffer(), x.buffer(), y.buffer(), words.buffer()], g)?;
+    dispatch(ctx, enc, "ops_pool", "maxpool_forward", &[&pb, &x, &x, &y, &words], g)?;
     Ok((y, PoolIndex { words, len: p.outputs as usize }))
 }
 
@@ -106,14 +106,7 @@ pub fn maxpool2_backward(
     let dx = Tensor::uninit(ctx, input_shape, Category::Workspace);
     let (pb, d) = (uniform(ctx, "maxpool_backward", &p), dummy(ctx));
     let g = groups(p.total as usize, "max-pool backward")?;
-    dispatch(
-        ctx,
-        enc,
-        "ops_pool",
-        "maxpool_backward",
-        &[&pb, dy.buffer(), index.words.buffer(), dx.buffer(), d.buffer()],
-        g,
-    )?;
+    dispatch(ctx, enc, "ops_pool", "maxpool_backward", &[&pb, &dy, &index.words, &dx, &d], g)?;
     Ok(dx)
 }
 
@@ -124,7 +117,7 @@ pub fn avgpool_forward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Ten
     let y = Tensor::uninit(ctx, &[s[0], s[1]], Category::Workspace);
     let (pb, d) = (uniform(ctx, "avgpool_forward", &p), dummy(ctx));
     let g = groups(p.planes as usize, "average pool")?;
-    dispatch(ctx, enc, "ops_pool", "avgpool_forward", &[&pb, x.buffer(), x.buffer(), y.buffer(), d.buffer()], g)?;
+    dispatch(ctx, enc, "ops_pool", "avgpool_forward", &[&pb, &x, &x, &y, &d], g)?;
     Ok(y)
 }
 
@@ -148,6 +141,6 @@ pub fn avgpool_backward(
     let dx = Tensor::uninit(ctx, input_shape, Category::Workspace);
     let (pb, d) = (uniform(ctx, "avgpool_backward", &p), dummy(ctx));
     let g = groups(p.total as usize, "average pool backward")?;
-    dispatch(ctx, enc, "ops_pool", "avgpool_backward", &[&pb, dy.buffer(), dy.buffer(), dx.buffer(), d.buffer()], g)?;
+    dispatch(ctx, enc, "ops_pool", "avgpool_backward", &[&pb, &dy, &dy, &dx, &d], g)?;
     Ok(dx)
 }

@@ -19,31 +19,34 @@ pub const PROBE_SHARE: usize = 8;
 
 /// Records copies of the model's persistent buffers that a training forward changes (batch-norm
 /// running statistics, DFQ gate counts): pairs of (buffer, copy).
-fn snapshot_state(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, model: &mut Model) -> Vec<(Tensor, Tensor)> {
+fn snapshot_state(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    model: &mut Model,
+) -> Result<Vec<(Tensor, Tensor)>> {
     let mut kept = Vec::new();
-    let mut copy = |t: &Tensor| {
-        let c = Tensor::uninit(ctx, t.shape(), Category::Workspace);
-        enc.copy_buffer_to_buffer(t.buffer(), 0, c.buffer(), 0, t.numel() as u64 * 4);
-        kept.push((t.clone(), c));
-    };
     model.visit(&mut |p| {
         if p.grad.is_none() {
-            copy(&p.value);
+            kept.push(p.value.clone());
         }
     });
     model.gates(&mut |_, slot| {
         if let Some(g) = slot {
-            copy(&g.counts);
+            kept.push(g.counts.clone());
         }
     });
-    kept
+    kept.into_iter()
+        .map(|t| {
+            let c = Tensor::uninit(ctx, t.shape(), Category::Workspace);
+            t.copy_to(enc, &c)?;
+            Ok((t, c))
+        })
+        .collect()
 }
 
 /// Records putting back what [`snapshot_state`] copied.
-fn restore_state(enc: &mut wgpu::CommandEncoder, kept: &[(Tensor, Tensor)]) {
-    for (t, c) in kept {
-        enc.copy_buffer_to_buffer(c.buffer(), 0, t.buffer(), 0, t.numel() as u64 * 4);
-    }
+fn restore_state(enc: &mut wgpu::CommandEncoder, kept: &[(Tensor, Tensor)]) -> Result<()> {
+    kept.iter().try_for_each(|(t, c)| c.copy_to(enc, t))
 }
 
 /// The gradient of every weight (`*.weight` parameters, not DFQ gates'), in visiting order.
@@ -58,14 +61,14 @@ fn weight_gradients(model: &Model) -> Vec<(String, Tensor)> {
 }
 
 /// Records device copies of the weight gradients (the exact pass's, kept for the comparison).
-fn keep_gradients(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, model: &Model) -> Vec<(String, Tensor)> {
+fn keep_gradients(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, model: &Model) -> Result<Vec<(String, Tensor)>> {
     let grads = weight_gradients(model);
     grads
         .into_iter()
         .map(|(name, g)| {
             let kept = Tensor::uninit(ctx, g.shape(), Category::Workspace);
-            enc.copy_buffer_to_buffer(g.buffer(), 0, kept.buffer(), 0, g.numel() as u64 * 4);
-            (name, kept)
+            g.copy_to(enc, &kept)?;
+            Ok((name, kept))
         })
         .collect()
 }
@@ -129,7 +132,7 @@ impl Trainer {
         let n = labels.len().div_ceil(PROBE_SHARE).max(1);
         let per = images.len() / labels.len().max(1);
         let model = &mut self.model;
-        let kept = record(ctx, "probe snapshot", |enc| Ok(snapshot_state(ctx, enc, model))).await?;
+        let kept = record(ctx, "probe snapshot", |enc| snapshot_state(ctx, enc, model)).await?;
         let (mut exact_grads, mut pairs, mut records) = (Vec::new(), Vec::new(), Vec::new());
         for exact in [true, false] {
             let mut store = if exact {
@@ -143,17 +146,13 @@ impl Trainer {
             let (x, y) = upload_batch(ctx, &images[..n * per], &labels[..n])?;
             self.pass(ctx, x, &y, &mut store, quant, false).await?;
             if exact {
-                exact_grads = record(ctx, "probe keep", |enc| Ok(keep_gradients(ctx, enc, &self.model))).await?;
+                exact_grads = record(ctx, "probe keep", |enc| keep_gradients(ctx, enc, &self.model)).await?;
             } else {
                 pairs = compare_gradients(ctx, &self.model, &exact_grads).await?;
                 records = store.read_records(ctx).await?;
             }
         }
-        record(ctx, "probe restore", |enc| {
-            restore_state(enc, &kept);
-            Ok(())
-        })
-        .await?;
+        record(ctx, "probe restore", |enc| restore_state(enc, &kept)).await?;
         let average = self.plan.as_ref().map_or(0.0, |p| p.1.average);
         if let Some(c) = self.controller.as_mut() {
             c.update(self.step, &pairs, &records, average);
@@ -176,7 +175,7 @@ impl Trainer {
         let BitChoice::Budget(budget) = cfg.bits else { return Ok(()) };
         let per = images.len() / batch.max(1);
         let model = &mut self.model;
-        let kept = record(ctx, "plan snapshot", |enc| Ok(snapshot_state(ctx, enc, model))).await?;
+        let kept = record(ctx, "plan snapshot", |enc| snapshot_state(ctx, enc, model)).await?;
         let mut h = Tensor::from_slice(
             ctx,
             &images[..per],
@@ -191,11 +190,7 @@ impl Trainer {
             })
             .await?;
         }
-        record(ctx, "plan restore", |enc| {
-            restore_state(enc, &kept);
-            Ok(())
-        })
-        .await?;
+        record(ctx, "plan restore", |enc| restore_state(enc, &kept)).await?;
         let label = Policy::Fdsr(cfg).to_string();
         let p =
             crate::engine::saved::plan::plan(&rec.take_plan_items(), batch, budget, ctx.max_binding_bytes(), &label)?;
