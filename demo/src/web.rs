@@ -43,14 +43,25 @@ pub async fn start(canvas_id: &str) -> Result<(), JsValue> {
             let _ = w.location().set_hash(&s.to_query());
         }
     });
-    let runner = eframe::WebRunner::new();
-    runner.start(canvas, eframe::WebOptions::default(), Box::new(|_cc| Ok(Box::new(app)))).await?;
-    RUNNER.with(|r| *r.borrow_mut() = Some(runner));
-    platform::mark("renderer started");
+    // The training device and the data come while the renderer starts; the first frame after
+    // them (asked for at once, once the renderer is there) starts the first step.
+    let ui: Rc<RefCell<Option<egui::Context>>> = Rc::default();
+    let ui_made = ui.clone();
     wasm_bindgen_futures::spawn_local(async move {
         let made = make_run(settings).await;
         *slot.borrow_mut() = Some(made);
+        if let Some(ctx) = &*ui.borrow() {
+            ctx.request_repaint();
+        }
     });
+    let runner = eframe::WebRunner::new();
+    let make_app = Box::new(move |cc: &eframe::CreationContext<'_>| {
+        *ui_made.borrow_mut() = Some(cc.egui_ctx.clone());
+        Ok(Box::new(app) as Box<dyn eframe::App>)
+    });
+    runner.start(canvas, eframe::WebOptions::default(), make_app).await?;
+    RUNNER.with(|r| *r.borrow_mut() = Some(runner));
+    platform::mark("renderer started");
     Ok(())
 }
 
