@@ -70,7 +70,8 @@ async fn make_run(settings: Settings) -> Result<Run, String> {
     // One GEMM tile height: the first step builds every pipeline it uses, which the browser's
     // software adapter compiles for seconds each, and a fixed height builds each product's
     // pipeline once instead of once per height (4 instead of 6 for `tiny`); 64, the squarest
-    // tile, compiles fastest there and pads the small models' products at no visible cost.
+    // tile, compiles fastest there (16 the slowest) at the price of padding the small models'
+    // products (BENCHMARKS.md, issue 21).
     let opts = fdsr::gpu::ContextOptions { tile_rows: Some(64), ..Default::default() };
     let ctx = fdsr::GpuContext::with_options(opts).await.map_err(|e| format!("no WebGPU training device: {e}"))?;
     platform::mark("training device ready");
