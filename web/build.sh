@@ -6,7 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${WEB_PROFILE:-release}"
-cargo build -p fdsr-web --lib --target wasm32-unknown-unknown --profile "$profile"
+# In the dev build the bundle's own crates (the engine that records every step, the app) are
+# optimized as its dependencies are (Cargo.toml): their debug code made the browser's first step
+# about 1.5 s slower (BENCHMARKS.md, issue 21). Only this build: native tests keep opt-level 0.
+opt=()
+if [ "$profile" = dev ]; then
+  for p in fdsr fdsr-demo fdsr-web; do opt+=(--config "profile.dev.package.$p.opt-level=2"); done
+fi
+cargo build -p fdsr-web --lib --target wasm32-unknown-unknown --profile "$profile" "${opt[@]}"
 dir="$profile"; [ "$profile" = dev ] && dir=debug
 wasm-bindgen --target web --out-dir web/pkg "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/fdsr_web.wasm"
 echo "built web/pkg ($(du -sh web/pkg | cut -f1))"

@@ -3,7 +3,8 @@
 // checks that the loss fell and the panels have data (window.fdsrDemo, published every frame:
 // both runs, the codec story, the frontier with the live test accuracy, the batches under the
 // memory cap), clicks a tile of the story's feature map, saves web/demo.png and prints the
-// timings, among them the time from opening the page to the first trained step.
+// timings, among them the time from opening the page to the first trained step and the page's
+// timeline of the start-up.
 import path from 'node:path';
 import { root, browserTest } from './harness.mjs';
 
@@ -49,6 +50,20 @@ await browserTest(async ({ page, base, fail }) => {
     `frontier: ${s.frontier_points} points, live test accuracy ${s.test_accuracy.toFixed(3)} (${s.test_evals} evaluations, the last ` +
     `${s.test_seconds.toFixed(2)} s); ` +
     `under ${64} MiB: batch ${s.cap_batch} (policy) vs ${s.cap_batch_fp32} (fp32)`);
+  // Where the seconds before the first step went: the page's marks (web/demo.html's, the app's
+  // in demo/src/web.rs and run.rs) and the wasm file's download, in order, each with the time
+  // since the one before.
+  const timeline = await page.evaluate(() => [
+    ...performance.getEntriesByType('resource').filter((e) => e.name.endsWith('.wasm'))
+      .map((e) => ({ name: `wasm downloaded (${(e.encodedBodySize / 1048576).toFixed(1)} MiB)`, t: e.responseEnd })),
+    ...performance.getEntriesByType('mark').map((e) => ({ name: e.name, t: e.startTime })),
+  ].sort((a, b) => a.t - b.t));
+  let last = 0;
+  console.log('timeline (s since opening the page, + since the line before):');
+  for (const { name, t } of timeline) {
+    console.log(`  ${(t / 1000).toFixed(2).padStart(6)}  +${((t - last) / 1000).toFixed(2).padStart(5)}  ${name}`);
+    last = t;
+  }
   if (s.error) fail('the run reported: ' + s.error);
   if (!(s.loss_tail < s.loss_head)) fail(`the loss did not fall (${s.loss_head} -> ${s.loss_tail})`);
   if (!(s.records > 0 && s.bit_rows > 0 && s.class_rows > 0)) fail(`panels without data: ${JSON.stringify(s)}`);

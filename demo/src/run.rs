@@ -14,6 +14,8 @@ use web_time::Instant;
 
 use crate::activation::{read_activation, Activation};
 use crate::history::{History, Snapshot, TestPoint};
+use crate::platform;
+use crate::settings::PolicyKind;
 use crate::settings::Settings;
 
 /// Held-out test images each evaluation of the run uses (the first of the test subset).
@@ -27,6 +29,14 @@ const EVAL_BATCH: usize = 64;
 /// every `every` steps: after the first step, then every `every` steps.
 pub fn due(steps: usize, last: Option<usize>, every: usize) -> bool {
     steps > 0 && last.is_none_or(|at| steps >= at + every.max(1))
+}
+
+/// The run's name on the page's timeline: its policy, `fp32` for none.
+fn label(settings: &Settings) -> &'static str {
+    match settings.policy {
+        PolicyKind::None => "fp32",
+        p => p.as_str(),
+    }
 }
 
 /// Training and test images of the run.
@@ -137,10 +147,12 @@ impl Run {
 
     /// Starts over with `settings`: a fresh model, optimizer and history.
     pub fn reset(&self, settings: Settings) {
+        let label = label(&settings);
         let made = settings
             .train_config()
             .and_then(|c| Trainer::new(&self.ctx, c).map_err(|e| e.to_string()))
             .and_then(|t| Session::new(t, self.data.train.clone()).map_err(|e| e.to_string()));
+        platform::mark(&format!("{label} run: trainer made"));
         let mut sh = self.shared.borrow_mut();
         sh.history = History::default();
         sh.settings = settings;
@@ -201,14 +213,29 @@ impl Run {
 
     async fn finish_step(self, mut session: Session) {
         let t0 = Instant::now();
+        // The first two steps of each run go on the page's timeline: the first builds the
+        // pipelines, the second shows what a step costs without them.
+        let marked = {
+            let sh = self.shared.borrow();
+            let k = sh.history.steps.len() + 1;
+            (k <= 2).then(|| format!("{} run, step {k}", label(&sh.settings)))
+        };
+        let mark = |what: &str| {
+            if let Some(m) = &marked {
+                platform::mark(&format!("{m}: {what}"));
+            }
+        };
+        mark("started");
         let out = async {
             session.step(&self.ctx).await?;
+            mark("recorded and submitted");
             let m = session.trainer.read_metrics(&self.ctx).await?;
             let saved = session.trainer.saved.take_stats(&self.ctx).await?;
             let records = session.trainer.saved.read_records(&self.ctx).await?;
             Ok::<_, fdsr::FdsrError>((m, saved, records))
         }
         .await;
+        mark("read back");
         let mut sh = self.shared.borrow_mut();
         sh.step_seconds += t0.elapsed().as_secs_f64();
         match out {

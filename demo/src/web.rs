@@ -8,7 +8,7 @@ use std::rc::Rc;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::{data, App, Run, RunSlot, Settings};
+use crate::{data, platform, App, Run, RunSlot, Settings};
 
 /// The bundle's subset files, in [`data::from_idx`]'s order.
 const FILES: [&str; 4] =
@@ -43,19 +43,38 @@ pub async fn start(canvas_id: &str) -> Result<(), JsValue> {
             let _ = w.location().set_hash(&s.to_query());
         }
     });
-    let runner = eframe::WebRunner::new();
-    runner.start(canvas, eframe::WebOptions::default(), Box::new(|_cc| Ok(Box::new(app)))).await?;
-    RUNNER.with(|r| *r.borrow_mut() = Some(runner));
+    // The training device and the data come while the renderer starts; the first frame after
+    // them (asked for at once, once the renderer is there) starts the first step.
+    let ui: Rc<RefCell<Option<egui::Context>>> = Rc::default();
+    let ui_made = ui.clone();
     wasm_bindgen_futures::spawn_local(async move {
         let made = make_run(settings).await;
         *slot.borrow_mut() = Some(made);
+        if let Some(ctx) = &*ui.borrow() {
+            ctx.request_repaint();
+        }
     });
+    let runner = eframe::WebRunner::new();
+    let make_app = Box::new(move |cc: &eframe::CreationContext<'_>| {
+        *ui_made.borrow_mut() = Some(cc.egui_ctx.clone());
+        Ok(Box::new(app) as Box<dyn eframe::App>)
+    });
+    runner.start(canvas, eframe::WebOptions::default(), make_app).await?;
+    RUNNER.with(|r| *r.borrow_mut() = Some(runner));
+    platform::mark("renderer started");
     Ok(())
 }
 
 /// The training device and the data (synthetic images, named as such, when the bundle has none).
 async fn make_run(settings: Settings) -> Result<Run, String> {
-    let ctx = fdsr::GpuContext::new().await.map_err(|e| format!("no WebGPU training device: {e}"))?;
+    // One GEMM tile height: the first step builds every pipeline it uses, which the browser's
+    // software adapter compiles for seconds each, and a fixed height builds each product's
+    // pipeline once instead of once per height (4 instead of 6 for `tiny`); 64, the squarest
+    // tile, compiles fastest there (16 the slowest) at the price of padding the small models'
+    // products (BENCHMARKS.md, issue 21).
+    let opts = fdsr::gpu::ContextOptions { tile_rows: Some(64), ..Default::default() };
+    let ctx = fdsr::GpuContext::with_options(opts).await.map_err(|e| format!("no WebGPU training device: {e}"))?;
+    platform::mark("training device ready");
     let data = match fetch_subset().await {
         Ok(d) => d,
         Err(e) => {
@@ -64,6 +83,7 @@ async fn make_run(settings: Settings) -> Result<Run, String> {
             d
         }
     };
+    platform::mark("data loaded");
     Ok(Run::new(ctx, data, settings))
 }
 

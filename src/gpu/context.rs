@@ -20,6 +20,10 @@ pub struct ContextOptions {
     /// Leave cooperative matrices off even where the adapter offers them (`--compute fp32`: the
     /// experimental feature is then not even requested).
     pub no_cooperative_matrix: bool,
+    /// Give every matrix product this tile height (one of `engine::gemm::TILE_ROWS`) instead of
+    /// the one that pads it least: fewer GEMM pipelines to build (each entry once, not once per
+    /// height), for a page that compiles them all before its first step (the browser visualizer).
+    pub tile_rows: Option<usize>,
 }
 
 /// Workgroups a GPU should have in flight before a reduction stops splitting: about two waves
@@ -52,6 +56,7 @@ pub struct GpuContext {
     compute: std::sync::Mutex<ComputePath>,
     constants: std::sync::Mutex<std::collections::HashMap<&'static str, wgpu::Buffer>>,
     target_groups: usize,
+    tile_rows: Option<usize>,
 }
 
 impl GpuContext {
@@ -62,6 +67,10 @@ impl GpuContext {
 
     /// Creates a context with explicit options.
     pub async fn with_options(opts: ContextOptions) -> Result<Self> {
+        let rows = crate::engine::gemm::TILE_ROWS;
+        if let Some(tm) = opts.tile_rows.filter(|tm| !rows.contains(tm)) {
+            return Err(FdsrError::InvalidConfig(format!("tile height {tm}: the GEMM is built for {rows:?}")));
+        }
         // Vulkan, Metal, DX12 or the browser's WebGPU unless WGPU_BACKEND says otherwise (GL has no
         // compute shaders worth the name and probes the display).
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
@@ -104,12 +113,19 @@ impl GpuContext {
             compute: Default::default(),
             constants: Default::default(),
             target_groups,
+            tile_rows: opts.tile_rows,
         })
     }
 
     /// Workgroups a reduction aims to spread over (see [`ContextOptions::target_groups`]).
     pub fn target_groups(&self) -> usize {
         self.target_groups
+    }
+
+    /// The one tile height every matrix product takes, if the options fixed it
+    /// ([`ContextOptions::tile_rows`]).
+    pub fn tile_rows(&self) -> Option<usize> {
+        self.tile_rows
     }
 
     /// The path the GEMMs take now (fp32 unless `engine::gemm::select_compute` chose cooperative

@@ -93,6 +93,7 @@ impl PipelineCache {
             modules.insert(shader, build_module(device, shader)?);
         }
         let m = &modules[shader];
+        let timer = Trace::start();
         let p = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
             layout: Some(&m.layout),
@@ -101,7 +102,32 @@ impl PipelineCache {
             compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
             cache: None,
         });
+        timer.end(shader, entry, constants);
         pipes.insert(key, p.clone());
         Ok(p)
+    }
+}
+
+/// With `FDSR_TRACE_PIPELINES` set, natively, each pipeline's build time goes to stderr (how long
+/// the driver compiles it: SwiftShader, the browser's software adapter, can be run natively with
+/// `VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json`). On the web the build finishes
+/// in the browser's GPU process after the call returns, so there is nothing to time here.
+struct Trace(#[cfg(not(target_arch = "wasm32"))] Option<std::time::Instant>);
+
+impl Trace {
+    fn start() -> Trace {
+        #[cfg(not(target_arch = "wasm32"))]
+        return Trace(std::env::var_os("FDSR_TRACE_PIPELINES").map(|_| std::time::Instant::now()));
+        #[cfg(target_arch = "wasm32")]
+        Trace()
+    }
+
+    fn end(self, shader: &str, entry: &str, constants: Constants<'_>) {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(t0) = self.0 {
+            eprintln!("pipeline {shader}/{entry} {constants:?}: {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
+        }
+        #[cfg(target_arch = "wasm32")]
+        let _ = (self, shader, entry, constants);
     }
 }

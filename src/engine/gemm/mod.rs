@@ -117,7 +117,9 @@ fn run(
     out: &Tensor,
 ) -> Result<()> {
     let (m, n, k) = (p.m as usize, p.n as usize, p.k as usize);
-    let plan = GemmPlan::choose(m, n, k, ctx.target_groups(), ctx.max_binding_bytes());
+    let fixed = ctx.tile_rows().map(|tm| [tm]);
+    let rows = fixed.as_ref().map_or(&TILE_ROWS[..], |r| &r[..]);
+    let plan = GemmPlan::choose_among(rows, m, n, k, ctx.target_groups(), ctx.max_binding_bytes());
     too_big(&p, plan.splits)?;
     let grid = [n.div_ceil(plan.tn) as u32, m.div_ceil(plan.tm) as u32, plan.splits as u32];
     if grid[..2].iter().any(|&g| g > MAX_GROUPS_PER_DIM) {

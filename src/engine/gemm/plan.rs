@@ -40,10 +40,17 @@ impl GemmPlan {
     /// The plan of an `m × n × k` product that splits K until `target` workgroups (if it can),
     /// its partial sums taking at most `max_binding` bytes in one binding.
     pub fn choose(m: usize, n: usize, k: usize, target: usize, max_binding: u64) -> GemmPlan {
+        GemmPlan::choose_among(&TILE_ROWS, m, n, k, target, max_binding)
+    }
+
+    /// [`GemmPlan::choose`] with the tile height one of `rows` (a subset of [`TILE_ROWS`],
+    /// tallest first; one height where the context fixes it).
+    pub fn choose_among(rows: &[usize], m: usize, n: usize, k: usize, target: usize, max_binding: u64) -> GemmPlan {
         let (m, n, k) = (m.max(1), n.max(1), k.max(1));
         // Least padded area; on a tie the squarer tile (fewer loads per multiply-add).
         let padded = |tm: usize| m.next_multiple_of(tm) * n.next_multiple_of(TILE / tm);
-        let tm = TILE_ROWS.into_iter().fold(TILE_ROWS[0], |best, tm| if padded(tm) < padded(best) { tm } else { best });
+        let first = rows.first().copied().unwrap_or(TILE_ROWS[0]);
+        let tm = rows.iter().fold(first, |best, &tm| if padded(tm) < padded(best) { tm } else { best });
         let tn = TILE / tm;
         let tiles = m.div_ceil(tm) * n.div_ceil(tn);
         let cap_bytes = (MAX_PARTIAL_BYTES as u64).min(max_binding);
@@ -112,6 +119,9 @@ mod tests {
         assert_eq!(GemmPlan::choose(1024, 1024, 1024, GPU, BINDING).tm, 64);
         // A tie keeps the square tile.
         assert_eq!(GemmPlan::choose(32, 9, 4096, GPU, BINDING).tm, 64);
+        // One height given: every product takes it.
+        assert_eq!(GemmPlan::choose_among(&[64], 16, 131072, 9, GPU, BINDING).tm, 64);
+        assert_eq!(GemmPlan::choose_among(&[32], 1024, 1024, 1024, GPU, BINDING).tm, 32);
     }
 
     #[test]
