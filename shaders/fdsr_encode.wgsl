@@ -144,110 +144,158 @@ fn emit(wr: ptr<function, Writer>, s: ptr<function, Pack>, z: u32, v: f32) {
     put(wr, quantize_sym(v, (*s).inv[b], bits, hash32((*s).key ^ z) >> 8u, (*s).stochastic), bits);
 }
 
-@compute @workgroup_size(64)
-fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-              @builtin(local_invocation_index) lid: u32) {
-    let t = group_index(wg, nwg) * WG + lid;
-    if (t >= p.tiles) { return; }
-    let cls = tile_class(t);
-    if (cls == 0u) { return; }
-    let start = work[t];
-    var wr = Writer(start >> 5u, 0u, start & 31u);
+// A tile's pack up to its AC coefficients, shared by both packers: a reference's 32 bits, else
+// the DC code; `full` when AC coefficients follow (class 2), with the tile's coefficients, its RNG
+// key (coefficient z draws hash32(key ^ z) >> 8) and what their codes need.
+struct Head { full: bool, c: Tile, key: u32, e0: i32, stochastic: bool }
+
+fn pack_head(t: u32, cls: u32, wr: ptr<function, Writer>) -> Head {
     if (cls == 3u) {
         // A reference stores its representative (a tile of this segment) in 32 bits.
         let s = tile_state[3u * t + 2u];
-        put(&wr, s & 0xffffu, 16u);
-        put(&wr, s >> 16u, 16u);
-        flush(&wr);
-        return;
+        put(wr, s & 0xffffu, 16u);
+        put(wr, s >> 16u, 16u);
+        return Head(false, Tile(), 0u, 0, false);
     }
     let c = dct_forward(load_tile(t));
     let dc = c.r0.a.x;
     let stochastic = p.stochastic != 0u;
     let gt = p.tile_base + t;
     // rng24(seed, stream, i) = hash32(key ^ i) >> 8 with the per-tensor part hashed once.
-    let key = hash32(hash32(p.seed ^ 0x9e3779b9u) ^ p.stream);
+    let key = hash32(hash32(p.seed ^ 0x9e3779b9u) ^ p.stream) ^ (gt * 64u);
     let e0 = header_e0();
     let bdc = band_bits(0u);
     if (bdc == 16u) {
-        put(&wr, f16_bits(dc), 16u);
+        put(wr, f16_bits(dc), 16u);
     } else {
         let dcode = dc_code(t / p.tiles_per_plane);
         let inv = select(inv_scale(dcode, e0), 0.0, dcode == 0u);
-        put(&wr, quantize_sym(dc, inv, bdc, hash32(key ^ (gt * 64u)) >> 8u, stochastic), bdc);
+        put(wr, quantize_sym(dc, inv, bdc, hash32(key) >> 8u, stochastic), bdc);
     }
-    if (cls == 2u) {
+    return Head(cls == 2u, c, key, e0, stochastic);
+}
+
+// The writer of tile t's payload, at its bit offset from the scan.
+fn tile_writer(t: u32) -> Writer {
+    let start = work[t];
+    return Writer(start >> 5u, 0u, start & 31u);
+}
+
+@compute @workgroup_size(64)
+fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    let t = group_index(wg, nwg) * WG + lid;
+    if (t >= p.tiles || tile_class(t) == 0u) { return; }
+    var wr = tile_writer(t);
+    let h = pack_head(t, tile_class(t), &wr);
+    if (h.full) {
         // Every AC coefficient in zig-zag order, each band's scale code before its first.
-        var s = Pack(key ^ (gt * 64u), stochastic, array<u32, 8>(), array<u32, 8>(), array<f32, 8>());
-        let mx = band_accumulate(c); // (its energies unused)
+        var s = Pack(h.key, h.stochastic, array<u32, 8>(), array<u32, 8>(), array<f32, 8>());
+        let mx = band_accumulate(h.c); // (its energies unused)
         for (var b = 1u; b < 8u; b++) {
             s.bits[b] = select(0u, band_bits(b), b < p.nbands);
-            s.code[b] = encode_scale(mx.mx[b], e0);
-            s.inv[b] = select(inv_scale(s.code[b], e0), 0.0, s.code[b] == 0u);
+            s.code[b] = encode_scale(mx.mx[b], h.e0);
+            s.inv[b] = select(inv_scale(s.code[b], h.e0), 0.0, s.code[b] == 0u);
         }
-        emit(&wr, &s, 1u, c.r0.a.y);
-        emit(&wr, &s, 2u, c.r1.a.x);
-        emit(&wr, &s, 3u, c.r2.a.x);
-        emit(&wr, &s, 4u, c.r1.a.y);
-        emit(&wr, &s, 5u, c.r0.a.z);
-        emit(&wr, &s, 6u, c.r0.a.w);
-        emit(&wr, &s, 7u, c.r1.a.z);
-        emit(&wr, &s, 8u, c.r2.a.y);
-        emit(&wr, &s, 9u, c.r3.a.x);
-        emit(&wr, &s, 10u, c.r4.a.x);
-        emit(&wr, &s, 11u, c.r3.a.y);
-        emit(&wr, &s, 12u, c.r2.a.z);
-        emit(&wr, &s, 13u, c.r1.a.w);
-        emit(&wr, &s, 14u, c.r0.b.x);
-        emit(&wr, &s, 15u, c.r0.b.y);
-        emit(&wr, &s, 16u, c.r1.b.x);
-        emit(&wr, &s, 17u, c.r2.a.w);
-        emit(&wr, &s, 18u, c.r3.a.z);
-        emit(&wr, &s, 19u, c.r4.a.y);
-        emit(&wr, &s, 20u, c.r5.a.x);
-        emit(&wr, &s, 21u, c.r6.a.x);
-        emit(&wr, &s, 22u, c.r5.a.y);
-        emit(&wr, &s, 23u, c.r4.a.z);
-        emit(&wr, &s, 24u, c.r3.a.w);
-        emit(&wr, &s, 25u, c.r2.b.x);
-        emit(&wr, &s, 26u, c.r1.b.y);
-        emit(&wr, &s, 27u, c.r0.b.z);
-        emit(&wr, &s, 28u, c.r0.b.w);
-        emit(&wr, &s, 29u, c.r1.b.z);
-        emit(&wr, &s, 30u, c.r2.b.y);
-        emit(&wr, &s, 31u, c.r3.b.x);
-        emit(&wr, &s, 32u, c.r4.a.w);
-        emit(&wr, &s, 33u, c.r5.a.z);
-        emit(&wr, &s, 34u, c.r6.a.y);
-        emit(&wr, &s, 35u, c.r7.a.x);
-        emit(&wr, &s, 36u, c.r7.a.y);
-        emit(&wr, &s, 37u, c.r6.a.z);
-        emit(&wr, &s, 38u, c.r5.a.w);
-        emit(&wr, &s, 39u, c.r4.b.x);
-        emit(&wr, &s, 40u, c.r3.b.y);
-        emit(&wr, &s, 41u, c.r2.b.z);
-        emit(&wr, &s, 42u, c.r1.b.w);
-        emit(&wr, &s, 43u, c.r2.b.w);
-        emit(&wr, &s, 44u, c.r3.b.z);
-        emit(&wr, &s, 45u, c.r4.b.y);
-        emit(&wr, &s, 46u, c.r5.b.x);
-        emit(&wr, &s, 47u, c.r6.a.w);
-        emit(&wr, &s, 48u, c.r7.a.z);
-        emit(&wr, &s, 49u, c.r7.a.w);
-        emit(&wr, &s, 50u, c.r6.b.x);
-        emit(&wr, &s, 51u, c.r5.b.y);
-        emit(&wr, &s, 52u, c.r4.b.z);
-        emit(&wr, &s, 53u, c.r3.b.w);
-        emit(&wr, &s, 54u, c.r4.b.w);
-        emit(&wr, &s, 55u, c.r5.b.z);
-        emit(&wr, &s, 56u, c.r6.b.y);
-        emit(&wr, &s, 57u, c.r7.b.x);
-        emit(&wr, &s, 58u, c.r7.b.y);
-        emit(&wr, &s, 59u, c.r6.b.z);
-        emit(&wr, &s, 60u, c.r5.b.w);
-        emit(&wr, &s, 61u, c.r6.b.w);
-        emit(&wr, &s, 62u, c.r7.b.z);
-        emit(&wr, &s, 63u, c.r7.b.w);
+        emit(&wr, &s, 1u, h.c.r0.a.y);
+        emit(&wr, &s, 2u, h.c.r1.a.x);
+        emit(&wr, &s, 3u, h.c.r2.a.x);
+        emit(&wr, &s, 4u, h.c.r1.a.y);
+        emit(&wr, &s, 5u, h.c.r0.a.z);
+        emit(&wr, &s, 6u, h.c.r0.a.w);
+        emit(&wr, &s, 7u, h.c.r1.a.z);
+        emit(&wr, &s, 8u, h.c.r2.a.y);
+        emit(&wr, &s, 9u, h.c.r3.a.x);
+        emit(&wr, &s, 10u, h.c.r4.a.x);
+        emit(&wr, &s, 11u, h.c.r3.a.y);
+        emit(&wr, &s, 12u, h.c.r2.a.z);
+        emit(&wr, &s, 13u, h.c.r1.a.w);
+        emit(&wr, &s, 14u, h.c.r0.b.x);
+        emit(&wr, &s, 15u, h.c.r0.b.y);
+        emit(&wr, &s, 16u, h.c.r1.b.x);
+        emit(&wr, &s, 17u, h.c.r2.a.w);
+        emit(&wr, &s, 18u, h.c.r3.a.z);
+        emit(&wr, &s, 19u, h.c.r4.a.y);
+        emit(&wr, &s, 20u, h.c.r5.a.x);
+        emit(&wr, &s, 21u, h.c.r6.a.x);
+        emit(&wr, &s, 22u, h.c.r5.a.y);
+        emit(&wr, &s, 23u, h.c.r4.a.z);
+        emit(&wr, &s, 24u, h.c.r3.a.w);
+        emit(&wr, &s, 25u, h.c.r2.b.x);
+        emit(&wr, &s, 26u, h.c.r1.b.y);
+        emit(&wr, &s, 27u, h.c.r0.b.z);
+        emit(&wr, &s, 28u, h.c.r0.b.w);
+        emit(&wr, &s, 29u, h.c.r1.b.z);
+        emit(&wr, &s, 30u, h.c.r2.b.y);
+        emit(&wr, &s, 31u, h.c.r3.b.x);
+        emit(&wr, &s, 32u, h.c.r4.a.w);
+        emit(&wr, &s, 33u, h.c.r5.a.z);
+        emit(&wr, &s, 34u, h.c.r6.a.y);
+        emit(&wr, &s, 35u, h.c.r7.a.x);
+        emit(&wr, &s, 36u, h.c.r7.a.y);
+        emit(&wr, &s, 37u, h.c.r6.a.z);
+        emit(&wr, &s, 38u, h.c.r5.a.w);
+        emit(&wr, &s, 39u, h.c.r4.b.x);
+        emit(&wr, &s, 40u, h.c.r3.b.y);
+        emit(&wr, &s, 41u, h.c.r2.b.z);
+        emit(&wr, &s, 42u, h.c.r1.b.w);
+        emit(&wr, &s, 43u, h.c.r2.b.w);
+        emit(&wr, &s, 44u, h.c.r3.b.z);
+        emit(&wr, &s, 45u, h.c.r4.b.y);
+        emit(&wr, &s, 46u, h.c.r5.b.x);
+        emit(&wr, &s, 47u, h.c.r6.a.w);
+        emit(&wr, &s, 48u, h.c.r7.a.z);
+        emit(&wr, &s, 49u, h.c.r7.a.w);
+        emit(&wr, &s, 50u, h.c.r6.b.x);
+        emit(&wr, &s, 51u, h.c.r5.b.y);
+        emit(&wr, &s, 52u, h.c.r4.b.z);
+        emit(&wr, &s, 53u, h.c.r3.b.w);
+        emit(&wr, &s, 54u, h.c.r4.b.w);
+        emit(&wr, &s, 55u, h.c.r5.b.z);
+        emit(&wr, &s, 56u, h.c.r6.b.y);
+        emit(&wr, &s, 57u, h.c.r7.b.x);
+        emit(&wr, &s, 58u, h.c.r7.b.y);
+        emit(&wr, &s, 59u, h.c.r6.b.z);
+        emit(&wr, &s, 60u, h.c.r5.b.w);
+        emit(&wr, &s, 61u, h.c.r6.b.w);
+        emit(&wr, &s, 62u, h.c.r7.b.z);
+        emit(&wr, &s, 63u, h.c.r7.b.w);
+    }
+    flush(&wr);
+}
+
+// pack_tiles with loops instead of its unrolled zig-zag (the same bytes): about a tenth of the
+// pipeline's build time on a software adapter and ten times its run time on lavapipe, for a page
+// that builds its pipelines before its first training step (ContextOptions::compact_shaders).
+@compute @workgroup_size(64)
+fn pack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                      @builtin(local_invocation_index) lid: u32) {
+    let t = group_index(wg, nwg) * WG + lid;
+    if (t >= p.tiles || tile_class(t) == 0u) { return; }
+    var wr = tile_writer(t);
+    let h = pack_head(t, tile_class(t), &wr);
+    if (h.full) {
+        // Band by band in zig-zag order: the band's scale code, then its coefficients' codes (f16
+        // without a scale code at 16 bits; nothing at 0). Loops, not unrolled: a browser's
+        // software adapter compiles this pipeline before the first training step.
+        let zz = zigzag_order(h.c);
+        for (var b = 1u; b < p.nbands; b++) {
+            let bits = band_bits(b);
+            let lo = band_start(b);
+            let hi = band_start(b + 1u);
+            if (bits == 16u) {
+                for (var z = lo; z < hi; z++) { put(&wr, f16_bits(zz[z]), 16u); }
+            } else if (bits > 0u) {
+                var mx = 0.0;
+                for (var z = lo; z < hi; z++) { mx = max(mx, abs(zz[z])); }
+                let code = encode_scale(mx, h.e0);
+                let inv = select(inv_scale(code, h.e0), 0.0, code == 0u);
+                put(&wr, code, 8u);
+                for (var z = lo; z < hi; z++) {
+                    put(&wr, quantize_sym(zz[z], inv, bits, hash32(h.key ^ z) >> 8u, h.stochastic), bits);
+                }
+            }
+        }
     }
     flush(&wr);
 }

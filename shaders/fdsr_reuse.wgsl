@@ -41,25 +41,7 @@ fn worthwhile() -> bool { return region[9u + 2u] > 32u; }
 fn hyper_at(i: u32) -> f32 { return hyper.h[i >> 2u][i & 3u]; }
 
 // Zig-zag coefficients of tile t (edge-replicated), the same DCT as the packer's.
-fn tile_coefs(t: u32) -> array<f32, 64> {
-    let c = dct_forward(load_tile(t));
-    var rows = array<Row, 8>(c.r0, c.r1, c.r2, c.r3, c.r4, c.r5, c.r6, c.r7);
-    var raster: array<f32, 64>;
-    for (var i = 0u; i < 8u; i++) {
-        let q = rows[i];
-        raster[i * 8u] = q.a.x;
-        raster[i * 8u + 1u] = q.a.y;
-        raster[i * 8u + 2u] = q.a.z;
-        raster[i * 8u + 3u] = q.a.w;
-        raster[i * 8u + 4u] = q.b.x;
-        raster[i * 8u + 5u] = q.b.y;
-        raster[i * 8u + 6u] = q.b.z;
-        raster[i * 8u + 7u] = q.b.w;
-    }
-    var zz: array<f32, 64>;
-    for (var z = 0u; z < 64u; z++) { zz[z] = raster[zigzag(z)]; }
-    return zz;
-}
+fn tile_coefs(t: u32) -> array<f32, 64> { return zigzag_order(dct_forward(load_tile(t))); }
 
 // Key of every full tile; every other tile is DISTINCT from the start.
 @compute @workgroup_size(64)

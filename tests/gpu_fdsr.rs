@@ -1,4 +1,5 @@
-//! The fdsr GPU path against the pure-Rust reference on realistic random inputs.
+//! The fdsr GPU path against the pure-Rust reference on realistic random inputs, and its compact
+//! kernels against its default ones.
 
 mod common;
 
@@ -144,4 +145,33 @@ fn chunked_processing_gives_the_same_bytes() {
     let a = pollster::block_on(decompress(&ctx, &whole)).unwrap();
     let b = pollster::block_on(decompress(&small, &whole)).unwrap();
     assert_eq!(a, b);
+}
+
+#[test]
+fn compact_pack_gives_the_same_bytes() {
+    let Some(ctx) = common::gpu() else { return };
+    let Some(compact) = common::gpu_with(ContextOptions { compact_shaders: true, ..Default::default() }) else {
+        return;
+    };
+    let eight = FdsrConfig {
+        band_edges: vec![0, 1, 3, 6, 10, 15, 21, 36, 64],
+        bits: BitChoice::Fixed(vec![8, 6, 16, 4, 0, 3, 2, 1]),
+        ..Default::default()
+    };
+    let cases: [([usize; 4], Policy); 5] = [
+        ([2, 3, 16, 16], "fdsr:bits=8,4,3,2".parse().unwrap()),
+        ([3, 4, 32, 32], "fdsr:bits=16,8,4,0".parse().unwrap()),
+        ([2, 2, 24, 40], "fdsr:bits=6,16,2,2".parse().unwrap()),
+        ([2, 3, 24, 16], Policy::Fdsr(eight)),
+        ([4, 8, 16, 16], "fdsr:budget=2,reuse".parse().unwrap()),
+    ];
+    for (i, (shape, policy)) in cases.iter().enumerate() {
+        for rounding in [Rounding::Stochastic, Rounding::Nearest] {
+            let x = noisy_activation(*shape, 70 + i as u32);
+            let opts = CodecOptions { seed: 5, tensor_id: 2, rounding };
+            let a = pollster::block_on(compress(&ctx, &x, shape, policy, &opts)).unwrap();
+            let b = pollster::block_on(compress(&compact, &x, shape, policy, &opts)).unwrap();
+            assert_eq!(a, b, "{policy} {shape:?} {rounding:?}");
+        }
+    }
 }

@@ -71,8 +71,9 @@ async fn make_run(settings: Settings) -> Result<Run, String> {
     // software adapter compiles for seconds each, and a fixed height builds each product's
     // pipeline once instead of once per height (4 instead of 6 for `tiny`); 64, the squarest
     // tile, compiles fastest there (16 the slowest) at the price of padding the small models'
-    // products (BENCHMARKS.md, issue 21).
-    let opts = fdsr::gpu::ContextOptions { tile_rows: Some(64), ..Default::default() };
+    // products (BENCHMARKS.md, issue 21). Compact kernels where there are two: the encoder's
+    // unrolled pack alone compiled for 2.5 s there.
+    let opts = fdsr::gpu::ContextOptions { tile_rows: Some(64), compact_shaders: true, ..Default::default() };
     let ctx = fdsr::GpuContext::with_options(opts).await.map_err(|e| format!("no WebGPU training device: {e}"))?;
     platform::mark("training device ready");
     let data = match fetch_subset().await {

@@ -24,6 +24,9 @@ pub struct ContextOptions {
     /// the one that pads it least: fewer GEMM pipelines to build (each entry once, not once per
     /// height), for a page that compiles them all before its first step (the browser visualizer).
     pub tile_rows: Option<usize>,
+    /// Take the compact variant of a kernel that has one (loops where the default unrolls: the
+    /// same results, a fraction of the pipeline's build time, slower to run), for the same page.
+    pub compact_shaders: bool,
 }
 
 /// Workgroups a GPU should have in flight before a reduction stops splitting: about two waves
@@ -57,6 +60,7 @@ pub struct GpuContext {
     constants: std::sync::Mutex<std::collections::HashMap<&'static str, wgpu::Buffer>>,
     target_groups: usize,
     tile_rows: Option<usize>,
+    compact_shaders: bool,
 }
 
 impl GpuContext {
@@ -114,6 +118,7 @@ impl GpuContext {
             constants: Default::default(),
             target_groups,
             tile_rows: opts.tile_rows,
+            compact_shaders: opts.compact_shaders,
         })
     }
 
@@ -126,6 +131,11 @@ impl GpuContext {
     /// ([`ContextOptions::tile_rows`]).
     pub fn tile_rows(&self) -> Option<usize> {
         self.tile_rows
+    }
+
+    /// Whether kernels with a compact variant take it ([`ContextOptions::compact_shaders`]).
+    pub fn compact_shaders(&self) -> bool {
+        self.compact_shaders
     }
 
     /// The path the GEMMs take now (fp32 unless `engine::gemm::select_compute` chose cooperative

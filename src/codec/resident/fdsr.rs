@@ -266,7 +266,11 @@ impl Job<'_> {
         dispatch_with(
             ctx,
             enc,
-            ("fdsr_encode", "pack_tiles", &edge_constants(&self.cfg.band_edges)),
+            (
+                "fdsr_encode",
+                if ctx.compact_shaders() { "pack_tiles_compact" } else { "pack_tiles" },
+                &edge_constants(&self.cfg.band_edges),
+            ),
             &binds,
             [x, y, 1],
         )?;
