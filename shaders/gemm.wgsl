@@ -113,26 +113,14 @@ fn gemm(mode: u32, wid: vec3<u32>, tid: u32) {
         }
         workgroupBarrier();
     }
-    store_col8(mode, wid.z, m0 + ty * 8u + 0u, n0 + tx * 8u, c00, c01);
-    store_col8(mode, wid.z, m0 + ty * 8u + 1u, n0 + tx * 8u, c10, c11);
-    store_col8(mode, wid.z, m0 + ty * 8u + 2u, n0 + tx * 8u, c20, c21);
-    store_col8(mode, wid.z, m0 + ty * 8u + 3u, n0 + tx * 8u, c30, c31);
-    store_col8(mode, wid.z, m0 + ty * 8u + 4u, n0 + tx * 8u, c40, c41);
-    store_col8(mode, wid.z, m0 + ty * 8u + 5u, n0 + tx * 8u, c50, c51);
-    store_col8(mode, wid.z, m0 + ty * 8u + 6u, n0 + tx * 8u, c60, c61);
-    store_col8(mode, wid.z, m0 + ty * 8u + 7u, n0 + tx * 8u, c70, c71);
-}
-
-// Row m, columns n .. n+7.
-fn store_col8(mode: u32, split: u32, m: u32, n: u32, lo: vec4<f32>, hi: vec4<f32>) {
-    store_one(mode, split, m, n, lo.x);
-    store_one(mode, split, m, n + 1u, lo.y);
-    store_one(mode, split, m, n + 2u, lo.z);
-    store_one(mode, split, m, n + 3u, lo.w);
-    store_one(mode, split, m, n + 4u, hi.x);
-    store_one(mode, split, m, n + 5u, hi.y);
-    store_one(mode, split, m, n + 6u, hi.z);
-    store_one(mode, split, m, n + 7u, hi.w);
+    // The 8x8 values in loops, not unrolled: a software adapter builds every GEMM pipeline before
+    // a browser's first step, and 64 inlined stores were most of each one's code.
+    var acc = array<vec4<f32>, 16>(c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71);
+    for (var r = 0u; r < 8u; r++) {
+        for (var c = 0u; c < 8u; c++) {
+            store_one(mode, wid.z, m0 + ty * 8u + r, n0 + tx * 8u + c, acc[2u * r + c / 4u][c % 4u]);
+        }
+    }
 }
 
 @compute @workgroup_size(64)
