@@ -9,8 +9,10 @@ pub use parse::{parse_list, split_policies};
 /// Weight of the coherent errors (DC, dropped bands) of gradient-aware allocation (`,grad`), as
 /// the device computes it (f32). A weight gradient sums products over many values: unbiased
 /// rounding noise of the AC coefficients averages out in that sum, while a DC error (the same
-/// offset on all 64 values of a tile) or a dropped band's bias adds up.
-pub const COHERENT_WEIGHT: f32 = 64.0;
+/// offset on all 64 values of a tile) or a dropped band's bias adds up. 8 rather than the 64 of
+/// earlier versions: at 11x and 16x it gave 36% and 18% less gradient error on `cnn` (`fdsr
+/// grad-error`, BENCHMARKS.md, issue 17), where 64 starved the AC bands.
+pub const COHERENT_WEIGHT: f32 = 8.0;
 
 /// Default zig-zag band edges: DC `{0}`, low `[1,6)`, mid `[6,28)`, high `[28,64)`.
 pub const DEFAULT_BAND_EDGES: [u8; 5] = [0, 1, 6, 28, 64];
