@@ -40,6 +40,16 @@ fn both(
     (g, r)
 }
 
+/// Eight bands of other edges, one at 16 bits and one dropped (the kernels take the edges as
+/// pipeline constants).
+fn eight_bands() -> FdsrConfig {
+    FdsrConfig {
+        band_edges: vec![0, 1, 3, 6, 10, 15, 21, 36, 64],
+        bits: BitChoice::Fixed(vec![8, 6, 16, 4, 0, 3, 2, 1]),
+        ..Default::default()
+    }
+}
+
 fn mismatch_fraction(a: &[u32], b: &[u32]) -> f64 {
     assert_eq!(a.len(), b.len());
     a.iter().zip(b).filter(|(x, y)| x != y).count() as f64 / a.len().max(1) as f64
@@ -48,18 +58,12 @@ fn mismatch_fraction(a: &[u32], b: &[u32]) -> f64 {
 #[test]
 fn gpu_encoding_matches_reference_with_fixed_bits() {
     let Some(ctx) = common::gpu() else { return };
-    // Eight bands of other edges too (the kernels take the edges as pipeline constants).
-    let eight = FdsrConfig {
-        band_edges: vec![0, 1, 3, 6, 10, 15, 21, 36, 64],
-        bits: BitChoice::Fixed(vec![8, 6, 16, 4, 0, 3, 2, 1]),
-        ..Default::default()
-    };
     let cases: [([usize; 4], Policy); 5] = [
         ([2, 3, 16, 16], "fdsr:bits=8,4,3,2".parse().unwrap()),
         ([1, 2, 13, 19], "fdsr:bits=8,5,3,1".parse().unwrap()),
         ([3, 4, 32, 32], "fdsr:bits=16,8,4,0".parse().unwrap()),
         ([2, 2, 24, 40], "fdsr:bits=6,16,2,2".parse().unwrap()),
-        ([2, 3, 24, 16], Policy::Fdsr(eight)),
+        ([2, 3, 24, 16], Policy::Fdsr(eight_bands())),
     ];
     for (i, (shape, policy)) in cases.iter().enumerate() {
         let (shape, policy) = (*shape, policy);
@@ -153,16 +157,11 @@ fn compact_pack_gives_the_same_bytes() {
     let Some(compact) = common::gpu_with(ContextOptions { compact_shaders: true, ..Default::default() }) else {
         return;
     };
-    let eight = FdsrConfig {
-        band_edges: vec![0, 1, 3, 6, 10, 15, 21, 36, 64],
-        bits: BitChoice::Fixed(vec![8, 6, 16, 4, 0, 3, 2, 1]),
-        ..Default::default()
-    };
     let cases: [([usize; 4], Policy); 5] = [
         ([2, 3, 16, 16], "fdsr:bits=8,4,3,2".parse().unwrap()),
         ([3, 4, 32, 32], "fdsr:bits=16,8,4,0".parse().unwrap()),
         ([2, 2, 24, 40], "fdsr:bits=6,16,2,2".parse().unwrap()),
-        ([2, 3, 24, 16], Policy::Fdsr(eight)),
+        ([2, 3, 24, 16], Policy::Fdsr(eight_bands())),
         ([4, 8, 16, 16], "fdsr:budget=2,reuse".parse().unwrap()),
     ];
     for (i, (shape, policy)) in cases.iter().enumerate() {
