@@ -36,6 +36,9 @@ pub const SCALE_FNS: &str = include_str!("../shaders/gemm_scale_fns.wgsl");
 /// `EXPERIMENTAL_COOPERATIVE_MATRIX` (and the kernel `SUBGROUP` for its builtins).
 pub const COOP_ENABLE: &str = "enable f16;\nenable wgpu_cooperative_matrix;\n";
 
+/// The tile heights (`TM`, rows of C per workgroup) `gemm.wgsl` is built for, tallest first.
+pub const GEMM_TILE_ROWS: [usize; 3] = [64, 32, 16];
+
 /// What is prepended to a shader's own WGSL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prelude {

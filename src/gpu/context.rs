@@ -20,7 +20,7 @@ pub struct ContextOptions {
     /// Leave cooperative matrices off even where the adapter offers them (`--compute fp32`: the
     /// experimental feature is then not even requested).
     pub no_cooperative_matrix: bool,
-    /// Give every matrix product this tile height (one of `engine::gemm::TILE_ROWS`) instead of
+    /// Give every matrix product this tile height (one of [`crate::shaders::GEMM_TILE_ROWS`]) instead of
     /// the one that pads it least: fewer GEMM pipelines to build (each entry once, not once per
     /// height), for a page that compiles them all before its first step (the browser visualizer).
     pub tile_rows: Option<usize>,
@@ -71,7 +71,7 @@ impl GpuContext {
 
     /// Creates a context with explicit options.
     pub async fn with_options(opts: ContextOptions) -> Result<Self> {
-        let rows = crate::engine::gemm::TILE_ROWS;
+        let rows = crate::shaders::GEMM_TILE_ROWS;
         if let Some(tm) = opts.tile_rows.filter(|tm| !rows.contains(tm)) {
             return Err(FdsrError::InvalidConfig(format!("tile height {tm}: the GEMM is built for {rows:?}")));
         }

@@ -13,7 +13,7 @@
 /// Values of C per workgroup tile (rows × columns).
 pub const TILE: usize = 4096;
 /// Tile heights (rows of C per workgroup) the kernel is built for.
-pub const TILE_ROWS: [usize; 3] = [64, 32, 16];
+pub const TILE_ROWS: [usize; 3] = crate::shaders::GEMM_TILE_ROWS;
 /// Fewest K values one split walks (16 steps of 8).
 pub const MIN_SPLIT_K: usize = 128;
 /// Most bytes of partial sums one split product stages in its workspace.
