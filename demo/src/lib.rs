@@ -17,6 +17,7 @@ pub mod run;
 pub mod settings;
 pub mod status;
 pub mod story;
+pub mod timeline;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
 

@@ -14,9 +14,9 @@ use web_time::Instant;
 
 use crate::activation::{read_activation, Activation};
 use crate::history::{History, Snapshot, TestPoint};
-use crate::platform;
 use crate::settings::PolicyKind;
 use crate::settings::Settings;
+use crate::timeline;
 
 /// Held-out test images each evaluation of the run uses (the first of the test subset).
 pub const EVAL_IMAGES: usize = 256;
@@ -152,7 +152,7 @@ impl Run {
             .train_config()
             .and_then(|c| Trainer::new(&self.ctx, c).map_err(|e| e.to_string()))
             .and_then(|t| Session::new(t, self.data.train.clone()).map_err(|e| e.to_string()));
-        platform::mark(&format!("{label} run: trainer made"));
+        timeline::mark(&format!("{label} run: trainer made"));
         let mut sh = self.shared.borrow_mut();
         sh.history = History::default();
         sh.settings = settings;
@@ -222,7 +222,7 @@ impl Run {
         };
         let mark = |what: &str| {
             if let Some(m) = &marked {
-                platform::mark(&format!("{m}: {what}"));
+                timeline::mark(&format!("{m}: {what}"));
             }
         };
         mark("started");

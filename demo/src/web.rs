@@ -8,7 +8,7 @@ use std::rc::Rc;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::{data, platform, App, Run, RunSlot, Settings};
+use crate::{data, timeline, App, Run, RunSlot, Settings};
 
 /// The bundle's subset files, in [`data::from_idx`]'s order.
 const FILES: [&str; 4] =
@@ -61,7 +61,7 @@ pub async fn start(canvas_id: &str) -> Result<(), JsValue> {
     });
     runner.start(canvas, eframe::WebOptions::default(), make_app).await?;
     RUNNER.with(|r| *r.borrow_mut() = Some(runner));
-    platform::mark("renderer started");
+    timeline::mark("renderer started");
     Ok(())
 }
 
@@ -75,7 +75,7 @@ async fn make_run(settings: Settings) -> Result<Run, String> {
     // unrolled pack alone compiled for 2.5 s there.
     let opts = fdsr::gpu::ContextOptions { tile_rows: Some(64), compact_shaders: true, ..Default::default() };
     let ctx = fdsr::GpuContext::with_options(opts).await.map_err(|e| format!("no WebGPU training device: {e}"))?;
-    platform::mark("training device ready");
+    timeline::mark("training device ready");
     let data = match fetch_subset().await {
         Ok(d) => d,
         Err(e) => {
@@ -84,7 +84,7 @@ async fn make_run(settings: Settings) -> Result<Run, String> {
             d
         }
     };
-    platform::mark("data loaded");
+    timeline::mark("data loaded");
     Ok(Run::new(ctx, data, settings))
 }
 

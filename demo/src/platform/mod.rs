@@ -3,9 +3,9 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod native;
 #[cfg(not(target_arch = "wasm32"))]
-pub use native::{mark, publish, set_status_file, spawn};
+pub use native::{publish, set_status_file, spawn};
 
 #[cfg(target_arch = "wasm32")]
 mod web;
 #[cfg(target_arch = "wasm32")]
-pub use web::{mark, publish, spawn};
+pub use web::{publish, spawn};

@@ -28,7 +28,3 @@ pub fn publish(status: &Status) {
         }
     }
 }
-
-/// A milestone of the start-up: the browser's timeline has it (see the web platform's `mark`);
-/// natively `first_step_s` in the status says enough.
-pub fn mark(_name: &str) {}

@@ -20,12 +20,3 @@ pub fn publish(status: &Status) {
         let _ = js_sys::Reflect::set(&js_sys::global(), &JsValue::from_str("fdsrDemo"), &v);
     }
 }
-
-/// Adds a `performance.mark(name)` to the page's timeline (its time counts from the start of the
-/// navigation; `web/demo.mjs` prints them).
-pub fn mark(name: &str) {
-    if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
-        // A mark only fails on a name the User Timing API reserves: nothing to do.
-        let _ = p.mark(name);
-    }
-}
