@@ -65,6 +65,7 @@ pub fn run(g: &GradArgs) -> Result<()> {
             warm.total_steps()
         )));
     }
+    eprintln!("warming up: {} fp32 steps of {model}…", g.warmup);
     let bar = ProgressBar::new(g.warmup);
     for _ in 0..g.warmup {
         pollster::block_on(warm.step(&ctx))?;
