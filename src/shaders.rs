@@ -7,8 +7,9 @@ pub const RNG: &str = include_str!("../shaders/rng.wgsl");
 /// tables at binding 0, prepended (after [`RNG`]) to codec shaders.
 pub const COMMON: &str = include_str!("../shaders/common.wgsl");
 
-/// Edge-replicated 8x8 tile loads (`load_row`, `load_tile`) for the shaders that read a tensor's
-/// tiles; each declares the `p` and `input` they read.
+/// Edge-replicated 8x8 tile loads (`load_row`, `load_tile`) and a tile's zig-zag order
+/// (`zigzag_order`) for the shaders that read a tensor's tiles; each declares the `p` and `input`
+/// they read.
 pub const TILE_LOAD: &str = include_str!("../shaders/tile_load.wgsl");
 
 /// The fdsr encoder's parameters, bindings and per-band statistics, prepended (after

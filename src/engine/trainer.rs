@@ -203,11 +203,8 @@ impl Trainer {
     /// probe steps a probe runs first ([`Self::probe`]).
     pub async fn step(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8], lr: f32) -> Result<()> {
         let n = labels.len();
-        let plan = self.precision.plan(self.config.seed as u32, self.step);
+        let plan = self.step_quant(ctx, images, n).await?;
         let quant = plan.as_ref();
-        if self.plan.as_ref().is_none_or(|p| p.0 != n) {
-            self.make_plan(ctx, images, n, quant).await?;
-        }
         if self.controller.as_ref().is_some_and(|c| c.due(self.step)) {
             self.probe(ctx, images, labels, quant).await?;
         }

@@ -103,14 +103,20 @@ impl Trainer {
     /// batch size has none); it counts as a step for the rounding seed and the controller, so the
     /// next call probes afresh. Nothing trains; the weights stay as they are.
     pub async fn probe_only(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8]) -> Result<()> {
-        let plan = self.precision.plan(self.config.seed as u32, self.step);
-        let quant = plan.as_ref();
-        if self.plan.as_ref().is_none_or(|p| p.0 != labels.len()) {
-            self.make_plan(ctx, images, labels.len(), quant).await?;
-        }
-        self.probe(ctx, images, labels, quant).await?;
+        let plan = self.step_quant(ctx, images, labels.len()).await?;
+        self.probe(ctx, images, labels, plan.as_ref()).await?;
         self.step += 1;
         Ok(())
+    }
+
+    /// This step's quantized-compute plan, after making the step plan ([`Self::make_plan`]) where
+    /// a batch of `n` images has none yet.
+    pub(super) async fn step_quant(&mut self, ctx: &GpuContext, images: &[f32], n: usize) -> Result<Option<QuantPlan>> {
+        let quant = self.precision.plan(self.config.seed as u32, self.step);
+        if self.plan.as_ref().is_none_or(|p| p.0 != n) {
+            self.make_plan(ctx, images, n, quant.as_ref()).await?;
+        }
+        Ok(quant)
     }
 
     /// The controller's gradient-error probe: the first [`PROBE_SHARE`]th of the batch goes
