@@ -101,8 +101,9 @@ fn foreign_checkpoints_are_refused_without_changes() {
 /// A checkpoint written by the hand-written safetensors writer that fdsr had before it used the
 /// `safetensors` crate (commit 1857a6f; the same run as `probed` above with its budget of 2 bits,
 /// saved after step 3) still loads: every tensor lands on the device, and the controller's
-/// budgets come back. A budget now bounds everything a step holds, which `tiny` cannot meet at
-/// 2 bits: the next step says so instead of running with another meaning.
+/// budgets come back. Its `,mask` is today's `,mask=clamp`: a run with today's `,mask` is refused.
+/// A budget now bounds everything a step holds, which `tiny` cannot meet at 2 bits: the next
+/// step says so instead of running with another meaning.
 #[test]
 fn checkpoint_written_before_the_crate_still_resumes() {
     let Some(ctx) = common::gpu() else { return };
@@ -110,6 +111,10 @@ fn checkpoint_written_before_the_crate_still_resumes() {
     let st = SafeTensors::from_bytes(bytes).unwrap();
     let mut cfg = config(OptKind::Sgd);
     cfg.policy = Some("fdsr:budget=2,mask".parse().unwrap());
+    let mut other = session(&ctx, cfg.clone());
+    let e = checkpoint::restore(&ctx, &mut other.trainer, &st).unwrap_err().to_string();
+    assert!(e.contains("policy=fdsr:budget=2,mask=clamp) differs"), "{e}");
+    cfg.policy = Some("fdsr:budget=2,mask=clamp".parse().unwrap());
     let mut s = session(&ctx, cfg);
     s.trainer.set_controller(Some(ControllerConfig { every: 2, ..ControllerConfig::default() })).unwrap();
     checkpoint::restore(&ctx, &mut s.trainer, &st).unwrap();
@@ -122,6 +127,6 @@ fn checkpoint_written_before_the_crate_still_resumes() {
     let budgets = s.trainer.controller.as_ref().unwrap().budgets().clone();
     assert_eq!(budgets.get("layer2.bn.input").copied(), Some(4.0), "{budgets:?}");
     let e = pollster::block_on(s.step(&ctx)).unwrap_err().to_string();
-    assert!(e.contains("fdsr:budget=2,mask cannot be met") && e.contains("largest ratio reachable"), "{e}");
+    assert!(e.contains("fdsr:budget=2,mask=clamp cannot be met") && e.contains("largest ratio reachable"), "{e}");
     assert_eq!(s.trainer.step, 3);
 }

@@ -142,14 +142,20 @@ fn the_probe_leaves_the_run_as_it_was_and_under_its_peak() {
     assert!(probed_peak <= plain_peak, "the probe raised the peak: {probed_peak} > {plain_peak}");
 }
 
-/// Stores a ReLU activation (known ≥ 0) under `policy` and returns what the store gives back.
-fn restore(ctx: &GpuContext, x: &[f32], shape: &[usize], policy: &str) -> Vec<f32> {
+/// Stores an activation known to be ≥ 0 under `policy` and returns what the store gives back:
+/// a ReLU's output with the ReLU's mask (`relu`), else one that no ReLU mask covers (a pooled one).
+fn restore(ctx: &GpuContext, x: &[f32], shape: &[usize], policy: &str, relu: bool) -> Vec<f32> {
     use fdsr::engine::saved::{Kind, SavedActivations};
     use fdsr::engine::tensor::{Sign, Tensor};
     let mut store = SavedActivations::with_policy(Some(policy.parse().unwrap())).unwrap();
     store.begin_step(7);
-    let t = Tensor::from_slice(ctx, x, shape, fdsr::gpu::Category::Workspace).unwrap().with_sign(Sign::NonNegative);
     let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let t = Tensor::from_slice(ctx, x, shape, fdsr::gpu::Category::Workspace).unwrap();
+    let sign = match relu {
+        true => Sign::Masked(Box::new(fdsr::engine::ops::positive_mask(ctx, &mut enc, &t).unwrap().words)),
+        false => Sign::NonNegative,
+    };
+    let t = t.with_sign(sign);
     store.save(1, 0, "layer1.conv.input", &t, Kind::Dense);
     store.flush(ctx, &mut enc).unwrap();
     let y = store.load(ctx, &mut enc, 1, 0).unwrap();
@@ -165,8 +171,8 @@ fn mask_zeros_restores_exact_zeros_without_the_clamp_bias() {
     let x = fdsr::bench::activations::conv3x3_relu(&images, n, h, h, c, 9);
     let shape = [n, c, h, h];
     // Fixed bits, every band kept: a dropped band's own bias would hide the clamp's.
-    let clamped = restore(&ctx, &x, &shape, "fdsr:bits=8,3,2,2,mask");
-    let zeros = restore(&ctx, &x, &shape, "fdsr:bits=8,3,2,2,mask=zeros");
+    let clamped = restore(&ctx, &x, &shape, "fdsr:bits=8,3,2,2,mask=clamp", false);
+    let zeros = restore(&ctx, &x, &shape, "fdsr:bits=8,3,2,2,mask=zeros", false);
     let positive = x.iter().filter(|v| **v > 0.0).count();
     assert!(positive > x.len() / 8 && positive < x.len(), "a ReLU output with zeros: {positive} of {}", x.len());
     // Both keep the exact zeros; only the clamp keeps every value ≥ 0.
@@ -181,7 +187,10 @@ fn mask_zeros_restores_exact_zeros_without_the_clamp_bias() {
     let bias = |y: &[f32]| x.iter().zip(y).map(|(a, b)| f64::from(b - a)).sum::<f64>() / positive as f64;
     let (bc, bz) = (bias(&clamped), bias(&zeros));
     assert!(bc > 0.0 && bz.abs() < bc / 2.0, "mean error per kept value: clamped {bc}, zeros {bz}");
-    // `mask=shared` keeps no own mask (this tensor has no ReLU mask): its zeros are not restored.
-    let shared = restore(&ctx, &x, &shape, "fdsr:budget=2.5,mask=shared,grad");
+    // `mask` keeps no own mask (this tensor has no ReLU mask): its zeros are not restored.
+    let shared = restore(&ctx, &x, &shape, "fdsr:budget=2.5,mask,grad", false);
     assert!(x.iter().zip(&shared).any(|(a, b)| *a == 0.0 && *b != 0.0), "no mask re-applied");
+    // A ReLU's output under `mask` gets the ReLU's mask back: exact zeros, no clamp.
+    let relu = restore(&ctx, &x, &shape, "fdsr:bits=8,3,2,2,mask", true);
+    assert_eq!(relu, zeros, "the ReLU's mask does what an own mask does");
 }

@@ -6,6 +6,7 @@ use fdsr::data::synthetic;
 use fdsr::engine::batch::{epoch_order, make_batch, Normalization};
 use fdsr::engine::controller::ControllerConfig;
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
+use fdsr::engine::saved::TensorRecord;
 use fdsr::engine::{ModelName, TrainConfig, Trainer};
 use fdsr::GpuContext;
 
@@ -133,20 +134,34 @@ fn probed(ctx: &GpuContext, policy: &str, every: u64, steps: usize) -> Trainer {
 }
 
 #[test]
-fn mask_aware_storage_keeps_zero_masks_of_pooled_relu_outputs() {
+fn pooled_relu_outputs_keep_zero_masks_of_their_own_only_under_mask_zeros() {
     let Some(ctx) = common::gpu() else { return };
-    let t = probed(&ctx, "fdsr:bits=8,4,2,0,mask", 2, 1);
-    assert!(!t.controller.as_ref().unwrap().adaptive(), "fixed bits: probed, not adapted");
-    let records = pollster::block_on(t.saved.read_records(&ctx)).unwrap();
-    let rec = |name: &str| records.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("{name}"));
-    // The image and batch-norm inputs have negative values; the pooled ReLU output keeps its mask.
-    assert!(!rec("layer1.conv.input").own_mask && !rec("layer1.bn.input").own_mask);
-    let pooled = rec("layer2.conv.input");
-    assert!(pooled.own_mask, "{pooled:?}");
+    let records = |policy: &str| {
+        let t = probed(&ctx, policy, 2, 1);
+        assert!(!t.controller.as_ref().unwrap().adaptive(), "fixed bits: probed, not adapted");
+        pollster::block_on(t.saved.read_records(&ctx)).unwrap()
+    };
+    let (own, shared) = (records("fdsr:bits=8,4,2,0,mask=zeros"), records("fdsr:bits=8,4,2,0,mask"));
+    let rec = |records: &[TensorRecord], name: &str| {
+        records.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("{name}")).clone()
+    };
+    for r in [&own, &shared] {
+        // The image and batch-norm inputs have negative values: no mask.
+        for name in ["layer1.conv.input", "layer1.bn.input"] {
+            assert!(!rec(r, name).own_mask && !rec(r, name).masked, "{name}");
+        }
+        assert_eq!(rec(r, "fc.input").form, "fp32");
+        assert_eq!(rec(r, &r[2].name).form, "packed");
+    }
+    // `,mask=zeros` gives the pooled ReLU output a mask of its own, counted with it.
+    let pooled = rec(&own, "layer2.conv.input");
+    assert!(pooled.own_mask && pooled.masked, "{pooled:?}");
     assert_eq!(pooled.bits, [8, 4, 2, 0]);
     assert!(pooled.stored_bytes >= pooled.fp32_bytes / 32, "its own mask is counted: {pooled:?}");
-    assert_eq!(rec("fc.input").form, "fp32");
-    assert_eq!(rec(&records[2].name).form, "packed");
+    // `,mask` keeps only the ReLUs' masks: the pooled output's bytes are its codes alone.
+    let bare = rec(&shared, "layer2.conv.input");
+    assert!(!bare.own_mask && !bare.masked, "{bare:?}");
+    assert_eq!(bare.reserved_bytes + pooled.fp32_bytes / 32, pooled.reserved_bytes);
 }
 
 #[test]

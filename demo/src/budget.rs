@@ -10,6 +10,9 @@ use std::collections::HashMap;
 use fdsr::codec::alloc::choose_bits;
 use fdsr::engine::saved::plan::{plan, PlanItem};
 use fdsr::engine::saved::{Kind, TensorRecord, MIN_CODEC_BUDGET};
+use fdsr::rules::config::Policy;
+
+use crate::story::Mask;
 
 /// Bits per band of a tensor and where they come from.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,10 +69,17 @@ pub fn bits_at(
     Ok(Bits { bits, budget: b, own_mask, live: false })
 }
 
-/// Whether the store re-applies a zero mask to `record`'s tensor at `bits` (mask-aware policy,
-/// values ≥ 0 (`nonnegative`), and an own mask kept where the live step kept one).
-pub fn masked(record: &TensorRecord, bits: &Bits, nonnegative: bool) -> bool {
-    record.form.contains("mask") && nonnegative && (bits.own_mask || !record.own_mask)
+/// What the store re-applies to `record`'s tensor at `bits`: a zero mask where the live step
+/// re-applied one (the ReLU's, or an own mask that `bits` still leaves room for) and the values
+/// are ≥ 0 (`nonnegative`); with a clamp at 0 under `,mask=clamp`.
+pub fn mask(record: &TensorRecord, bits: &Bits, nonnegative: bool) -> Mask {
+    if !(record.masked && nonnegative && (bits.own_mask || !record.own_mask)) {
+        return Mask::None;
+    }
+    match record.form.parse::<Policy>() {
+        Ok(Policy::Fdsr(c)) if c.mask_clamp => Mask::Clamp,
+        _ => Mask::Zeros,
+    }
 }
 
 #[cfg(test)]
@@ -93,6 +103,7 @@ mod tests {
             r.analysis = Some(s);
             r.bits = vec![8, 4, 2, 0];
             r.budget = Some(3.0);
+            r.masked = form.contains("mask");
         }
         r
     }
@@ -131,9 +142,10 @@ mod tests {
     fn the_mask_follows_the_policy_and_the_sign() {
         let recs = step();
         let b = Bits { bits: vec![8, 4, 2, 0], budget: 4.0, own_mask: false, live: true };
-        assert!(masked(&recs[2], &b, true));
-        assert!(!masked(&recs[2], &b, false));
+        assert_eq!(mask(&recs[2], &b, true), Mask::Zeros);
+        assert_eq!(mask(&recs[2], &b, false), Mask::None);
+        assert_eq!(mask(&record("x", &[16, 8, 16, 16], "fdsr:budget=4,mask=clamp"), &b, true), Mask::Clamp);
         let plain = record("x", &[16, 8, 16, 16], "fdsr:budget=4");
-        assert!(!masked(&plain, &b, true));
+        assert_eq!(mask(&plain, &b, true), Mask::None);
     }
 }

@@ -76,8 +76,19 @@ pub struct Input<'a> {
     pub edges: &'a [u8],
     /// Bits per band.
     pub bits: &'a [u8],
-    /// Re-apply the exact zero mask and clamp at 0 after decoding.
-    pub masked: bool,
+    /// What the store re-applies after decoding.
+    pub mask: Mask,
+}
+
+/// What the store re-applies to a decoded tensor (the policy's `,mask` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mask {
+    /// Nothing: the decoded values as they are.
+    None,
+    /// The exact zeros (`,mask`, `,mask=zeros`).
+    Zeros,
+    /// The exact zeros and a clamp of the other values at 0 (`,mask=clamp`).
+    Clamp,
 }
 
 /// Image, channel and tile (row, column) of the picked tile.
@@ -144,10 +155,10 @@ pub fn tell(input: &Input<'_>, pick: Pick) -> Result<(TileStory, TensorStory), S
     let opts = CodecOptions { seed: 0, tensor_id: 0, rounding: Rounding::Stochastic };
     let body = reference::encode(&a, input.bits, &opts);
     let raw = reference::decode(&body, &shape).map_err(|e| e.to_string())?;
-    let decoded: Vec<f32> = if input.masked {
-        raw.iter().zip(input.data).map(|(&d, &x)| if x == 0.0 { 0.0 } else { d.max(0.0) }).collect()
-    } else {
-        raw.clone()
+    let decoded: Vec<f32> = match input.mask {
+        Mask::None => raw.clone(),
+        Mask::Zeros => raw.iter().zip(input.data).map(|(&d, &x)| if x == 0.0 { 0.0 } else { d }).collect(),
+        Mask::Clamp => raw.iter().zip(input.data).map(|(&d, &x)| if x == 0.0 { 0.0 } else { d.max(0.0) }).collect(),
     };
     let basis = dct::dct_basis();
     let g = a.geometry;
@@ -217,7 +228,7 @@ mod tests {
     fn band_errors_add_up_to_the_tile_error_and_bytes_to_the_stored_size() {
         let (shape, data) = activation();
         let bits = [8, 4, 2, 0];
-        let input = Input { data: &data, shape, edges: &EDGES, bits: &bits, masked: false };
+        let input = Input { data: &data, shape, edges: &EDGES, bits: &bits, mask: Mask::None };
         let pick = Pick { image: 1, channel: 2, ty: 1, tx: 1 };
         let (tile, tensor) = tell(&input, pick).unwrap();
         assert_eq!(tile.class, TileClass::Full);
@@ -247,7 +258,7 @@ mod tests {
     fn more_bits_cost_more_bytes_and_add_less_error() {
         let (shape, data) = activation();
         let story = |bits: &[u8]| {
-            let input = Input { data: &data, shape, edges: &EDGES, bits, masked: true };
+            let input = Input { data: &data, shape, edges: &EDGES, bits, mask: Mask::Zeros };
             tell(&input, Pick::default()).unwrap().1
         };
         let (lo, hi) = (story(&[4, 2, 0, 0]), story(&[8, 6, 4, 2]));
@@ -260,24 +271,29 @@ mod tests {
     fn the_mask_keeps_zeros_exact() {
         let (shape, data) = activation();
         let bits = [3, 2, 1, 0];
-        let input = Input { data: &data, shape, edges: &EDGES, bits: &bits, masked: true };
-        // Tile (0, 1) of each plane is a third zero: the mask keeps those zeros and clamps at 0.
-        let (tile, _) = tell(&input, Pick { tx: 1, ..Pick::default() }).unwrap();
-        assert!(tile.input.contains(&0.0) && tile.input.iter().any(|&x| x > 0.0));
-        for (x, y) in tile.input.iter().zip(&tile.decoded) {
-            assert!(*y >= 0.0);
+        // Tile (0, 1) of each plane is a third zero: the mask keeps those zeros; the clamp also
+        // keeps the others at 0 or above, which the unbiased decode does not.
+        let tile = |mask| {
+            let input = Input { data: &data, shape, edges: &EDGES, bits: &bits, mask };
+            tell(&input, Pick { tx: 1, ..Pick::default() }).unwrap().0
+        };
+        let (zeros, clamped) = (tile(Mask::Zeros), tile(Mask::Clamp));
+        assert!(zeros.input.contains(&0.0) && zeros.input.iter().any(|&x| x > 0.0));
+        for (i, x) in zeros.input.iter().enumerate() {
+            assert!(clamped.decoded[i] >= 0.0);
             if *x == 0.0 {
-                assert_eq!(*y, 0.0);
+                assert_eq!((zeros.decoded[i], clamped.decoded[i]), (0.0, 0.0));
             }
         }
+        assert!(zeros.decoded.iter().any(|y| *y < 0.0), "{:?}", zeros.decoded);
     }
 
     #[test]
     fn bad_inputs_are_errors() {
         let (shape, data) = activation();
-        let bad_bits = Input { data: &data, shape, edges: &EDGES, bits: &[8, 4], masked: false };
+        let bad_bits = Input { data: &data, shape, edges: &EDGES, bits: &[8, 4], mask: Mask::None };
         assert!(tell(&bad_bits, Pick::default()).unwrap_err().contains("bit-widths"));
-        let short = Input { data: &data[..10], shape, edges: &EDGES, bits: &[8, 4, 2, 0], masked: false };
+        let short = Input { data: &data[..10], shape, edges: &EDGES, bits: &[8, 4, 2, 0], mask: Mask::None };
         assert!(tell(&short, Pick::default()).unwrap_err().contains("values"));
         let far = Pick { image: 9, channel: 9, ty: 9, tx: 9 }.clamped(shape);
         assert_eq!(far, Pick { image: 1, channel: 2, ty: 1, tx: 1 });

@@ -10,6 +10,25 @@ use crate::io::safetensors::{NamedTensor, SafeTensors};
 /// Value of the `format` metadata key.
 pub const FORMAT: &str = "fdsr-checkpoint-1";
 
+/// Value of the `policy_terms` metadata key: what the policy in `config` means. Checkpoints
+/// without it name their policies in the terms of before, when `,mask` also clamped at 0 and
+/// kept own masks (`,mask=clamp` now) and `,grad` weighed 64 (8 now).
+pub const POLICY_TERMS: &str = "2";
+
+/// The `config` key of a checkpoint without `policy_terms`, in today's terms.
+fn in_current_terms(key: &str) -> String {
+    let Some((head, policy)) = key.split_once(" policy=") else { return key.to_string() };
+    let flags: Vec<&str> = policy
+        .split(',')
+        .map(|piece| match piece {
+            "mask" => "mask=clamp",
+            "grad" => "grad=64",
+            other => other,
+        })
+        .collect();
+    format!("{head} policy={}", flags.join(","))
+}
+
 /// What must match for a checkpoint to continue a run (everything that changes the result).
 pub fn config_key(c: &TrainConfig) -> String {
     format!(
@@ -52,6 +71,7 @@ pub async fn save(ctx: &GpuContext, t: &mut Trainer, extra: &[(&str, String)]) -
         ("format".to_string(), FORMAT.to_string()),
         ("model".to_string(), t.config.model.to_string()),
         ("config".to_string(), config_key(&t.config)),
+        ("policy_terms".to_string(), POLICY_TERMS.to_string()),
         ("step".to_string(), t.step.to_string()),
         ("optimizer_steps".to_string(), t.opt.steps.to_string()),
     ];
@@ -104,7 +124,14 @@ pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()
             t.config.model
         )));
     }
-    let (theirs, ours) = (meta(st, "config")?, config_key(&t.config));
+    let theirs = match st.meta("policy_terms") {
+        Some(POLICY_TERMS) => meta(st, "config")?.to_string(),
+        None => in_current_terms(meta(st, "config")?),
+        Some(other) => {
+            return Err(FdsrError::Corrupt(format!("unknown policy_terms '{other}' (this fdsr knows {POLICY_TERMS})")))
+        }
+    };
+    let ours = config_key(&t.config);
     if theirs != ours {
         return Err(FdsrError::InvalidConfig(format!(
             "the checkpoint's run ({theirs}) differs from this one ({ours})"
@@ -173,4 +200,17 @@ pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()
         t.controller = Some(c);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn older_policy_terms_are_translated_piece_by_piece() {
+        let key = "model=tiny seed=0 augment=false policy=fdsr:budget=2,mask,grad";
+        let want = "model=tiny seed=0 augment=false policy=fdsr:budget=2,mask=clamp,grad=64";
+        assert_eq!(super::in_current_terms(key), want);
+        for same in ["seed=0 policy=none", "policy=fdsr:bits=8,4,2,0,mask=zeros,grad=4", "no policy"] {
+            assert_eq!(super::in_current_terms(same), same);
+        }
+    }
 }

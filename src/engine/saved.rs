@@ -13,10 +13,10 @@
 //! statistics) is read when asked for ([`SavedActivations::take_stats`],
 //! [`SavedActivations::read_records`]).
 //!
-//! A mask-aware `fdsr` policy (`,mask`) keeps the exact zero mask of tensors known to be ≥ 0
-//! ([`Sign`]): the ReLU's own mask when the tensor is a ReLU output (counted once, by the ReLU),
-//! else a mask computed here (counted with the tensor, one bit per value of its budget);
-//! restoring re-applies it and clamps at 0 (`,mask=zeros`: re-applies it only, unbiased). Per-layer budgets
+//! A mask-aware `fdsr` policy (`,mask`) keeps the exact zero mask of ReLU outputs ([`Sign`]):
+//! the ReLU's own mask (counted once, by the ReLU); `,mask=zeros` and `,mask=clamp` also compute
+//! one for other tensors known to be ≥ 0 (counted with the tensor, one bit per value of its
+//! budget). Restoring re-applies it, unbiased (`,mask=clamp` also clamps at 0). Per-layer budgets
 //! ([`SavedActivations::set_budgets`]) override the policy's budget.
 
 use std::collections::HashMap;
@@ -214,7 +214,7 @@ impl SavedActivations {
             } else {
                 self.stats.stored_bytes += mask_bytes;
             }
-            self.records.push(PendingRecord::stored(&name, key.0, &r, &policy, own_mask, mask_bytes));
+            self.records.push(PendingRecord::stored(&name, key.0, &r, &policy, mask.as_ref().map(|_| mask_bytes)));
             self.stored.push(Stored { key, tensor: t.id(), resident: r, mask: mask.map(|m| m.0) });
         }
         Ok(())

@@ -50,19 +50,19 @@ pub struct FdsrConfig {
     pub dc_threshold: f32,
     /// Similarity reuse (LSH) of near-duplicate full tiles; `None` (the default) turns it off.
     pub reuse: Option<ReuseConfig>,
-    /// Mask-aware storage of saved activations known to be ≥ 0 (ReLU outputs, pooled or not):
-    /// their exact zero mask is kept (1 bit per value, shared with the ReLU's own mask where it
-    /// is the same tensor) and re-applied after decoding, with a clamp at 0. Used by the
-    /// training engine's saved-activation store; the codec alone ignores it.
+    /// Mask-aware storage of saved activations that a ReLU gates (`,mask`): the ReLU's exact
+    /// zero mask, which the ReLU keeps for its own backward anyway, is re-applied after
+    /// decoding. Used by the training engine's saved-activation store; the codec alone ignores
+    /// it.
     pub mask_aware: bool,
-    /// Whether the mask-aware decode also clamps the kept values at 0 (`,mask`, the default)
-    /// or only restores the exact zeros (`,mask=zeros`): the clamp removes the negative part of
-    /// the rounding noise, which biases small positive values upward; without it the decode
-    /// stays unbiased (stochastic rounding is, and the zeros are exact).
+    /// Whether the mask-aware decode also clamps the kept values at 0 (`,mask=clamp`) or only
+    /// restores the exact zeros (`,mask` and `,mask=zeros`): the clamp removes the negative
+    /// part of the rounding noise, which biases small positive values upward; without it the
+    /// decode stays unbiased (stochastic rounding is, and the zeros are exact).
     pub mask_clamp: bool,
     /// Whether a mask-aware policy also keeps an own zero mask (one bit per value, from the
     /// tensor's budget) for tensors ≥ 0 that no ReLU mask covers, such as pooled ReLU outputs
-    /// (`,mask` and `,mask=zeros`); `,mask=shared` keeps only the ReLUs' masks, which are free.
+    /// (`,mask=zeros` and `,mask=clamp`); `,mask` keeps only the ReLUs' masks, which are free.
     pub own_masks: bool,
     /// Gradient-aware allocation under a budget (`,grad`): a dropped band weighs
     /// [`COHERENT_WEIGHT`] (or `,grad=W`) times its energy, since its bias adds up in weight
@@ -139,8 +139,8 @@ impl Default for FdsrConfig {
             dc_threshold: DEFAULT_DC_THRESHOLD,
             reuse: None,
             mask_aware: false,
-            mask_clamp: true,
-            own_masks: true,
+            mask_clamp: false,
+            own_masks: false,
             grad_aware: false,
             grad_weight: COHERENT_WEIGHT,
             auto: false,
@@ -248,11 +248,11 @@ impl fmt::Display for Policy {
                     }
                 }
                 if c.mask_aware && c.mask_clamp {
-                    write!(f, ",mask")?;
+                    write!(f, ",mask=clamp")?;
                 } else if c.mask_aware && c.own_masks {
                     write!(f, ",mask=zeros")?;
                 } else if c.mask_aware {
-                    write!(f, ",mask=shared")?;
+                    write!(f, ",mask")?;
                 }
                 if c.grad_aware && c.grad_weight == COHERENT_WEIGHT {
                     write!(f, ",grad")?;

@@ -12,8 +12,8 @@ use fdsr::engine::saved::TensorRecord;
 use super::basis::{tile, BAND_COLOURS};
 use super::fmap;
 use crate::activation::Activation;
-use crate::budget::{bits_at, masked};
-use crate::story::{tell, Input, Pick, TensorStory, TileStory};
+use crate::budget::{bits_at, mask};
+use crate::story::{tell, Input, Mask, Pick, TensorStory, TileStory};
 
 const BANDS: [&str; 4] = ["DC", "low", "mid", "high"];
 
@@ -52,8 +52,8 @@ pub fn compute(act: &Activation, view: View, live: &Live<'_>) -> Told {
     let edges = record.analysis.as_ref().map(|a| a.band_edges.clone()).ok_or("the record has no analysis")?;
     let (budget, run_budget) = live.budget;
     let bits = bits_at(record, live.records, budget, run_budget, live.max_binding)?;
-    let mask = masked(record, &bits, act.data.iter().all(|&x| x >= 0.0));
-    let input = Input { data: &act.data, shape, edges: &edges, bits: &bits.bits, masked: mask };
+    let mask = mask(record, &bits, act.data.iter().all(|&x| x >= 0.0));
+    let input = Input { data: &act.data, shape, edges: &edges, bits: &bits.bits, mask };
     let (t, whole) = tell(&input, view.pick)?;
     let from = if bits.live {
         format!("bits {:?} the last step chose for {} (saved, same shape)", bits.bits, record.name)
@@ -131,8 +131,8 @@ fn bands(ui: &mut egui::Ui, t: &TileStory, whole: &TensorStory) {
     });
 }
 
-/// A told story: where the bits come from, whether the mask was applied, the tile and the tensor.
-pub type Told = Result<(String, bool, TileStory, TensorStory), String>;
+/// A told story: where the bits come from, what the store re-applied, the tile and the tensor.
+pub type Told = Result<(String, Mask, TileStory, TensorStory), String>;
 
 /// Draws the panel for `act` (the last read) and its story `told`; returns whether a new read
 /// of the layer's output is asked for, and where the clickable feature map was drawn.
@@ -172,7 +172,11 @@ pub fn show(
     match told {
         Some(Ok((from, mask, t, whole))) => {
             let [n, c, h, w] = a.shape;
-            let mask = if *mask { ", zero mask" } else { "" };
+            let mask = match mask {
+                Mask::None => "",
+                Mask::Zeros => ", zero mask",
+                Mask::Clamp => ", zero mask, clamped at 0",
+            };
             ui.small(format!("layer {} output on {n} test images ({c}×{h}×{w}), {from}{mask}", a.layer));
             pictures(ui, t);
             ui.small(format!("tile class {:?}; tile error Σ(x̂−x)² = {:.3e}", t.class, t.sq_error));

@@ -30,6 +30,7 @@ fn record(name: &str, numel: u64, scale: f64) -> TensorRecord {
         reuse_eligible: 0,
         budget: Some(2.0),
         own_mask: false,
+        masked: false,
         analysis: Some(a),
     }
 }

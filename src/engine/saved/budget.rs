@@ -84,7 +84,7 @@ impl SavedActivations {
 
     /// The zero mask a mask-aware policy keeps for `t` (named `name`), and whether it is the
     /// tensor's own (not the ReLU's); `None` where the policy is not mask-aware, the sign of `t`
-    /// is unknown, the policy keeps no own masks (`,mask=shared`), or an own mask would leave the codec less than [`MIN_CODEC_BUDGET`] of the
+    /// is unknown, the policy keeps no own masks (`,mask`), or an own mask would leave the codec less than [`MIN_CODEC_BUDGET`] of the
     /// tensor's budget (the budget is a bound: the tensor is then stored without one).
     pub(super) fn mask_for(
         &self,

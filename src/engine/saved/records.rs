@@ -28,12 +28,15 @@ impl PendingRecord {
         PendingRecord { record, segments: Vec::new(), coherent_weight: 1.0 }
     }
 
-    /// A tensor stored as `r` with `policy` (the budget asked of the codec included).
-    pub fn stored(name: &str, layer: usize, r: &Resident, policy: &Policy, own_mask: bool, mask_bytes: u64) -> Self {
+    /// A tensor stored as `r` with `policy` (the budget asked of the codec included), and the
+    /// bytes of its own zero mask where it has one (`mask`: `Some(0)` for a ReLU's shared mask).
+    pub fn stored(name: &str, layer: usize, r: &Resident, policy: &Policy, mask: Option<u64>) -> Self {
         let mut p = Self::kept(name, layer, &r.shape, r.numel() * 4, &policy.to_string());
+        let mask_bytes = mask.unwrap_or(0);
         p.record.reserved_bytes = r.reserved_bytes() + mask_bytes;
         p.record.stored_bytes = r.host_used_bytes().unwrap_or(0) + mask_bytes;
-        p.record.own_mask = own_mask;
+        p.record.own_mask = mask_bytes > 0;
+        p.record.masked = mask.is_some();
         if let Policy::Fdsr(cfg) = policy {
             p.record.budget = match cfg.bits {
                 BitChoice::Budget(b) => Some(b),

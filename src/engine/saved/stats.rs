@@ -95,6 +95,8 @@ pub struct TensorRecord {
     pub budget: Option<f64>,
     /// Whether a zero mask of its own is stored with it (1 bit per value, in `stored_bytes`).
     pub own_mask: bool,
+    /// Whether restoring re-applies a zero mask (its own, or the ReLU's that gates it).
+    pub masked: bool,
     /// The analysis pass's statistics (`fdsr` on 4-D tensors): what the controller allocates from.
     pub analysis: Option<FdsrStats>,
 }
@@ -117,6 +119,7 @@ impl TensorRecord {
             reuse_eligible: 0,
             budget: None,
             own_mask: false,
+            masked: false,
             analysis: None,
         }
     }

@@ -9,13 +9,13 @@ impl FromStr for Policy {
     type Err = FdsrError;
     /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B`, `fdsr:ratio=R` (the
     /// budget `32 / R`) or `fdsr:bits=8,4,3,2`; the `fdsr` forms take trailing flags `,mask`
-    /// (mask-aware; `,mask=zeros` without the clamp at 0; `,mask=shared` also without own masks), `,grad` or `,grad=W` (gradient-aware allocation, coherent-error weight W),
+    /// (mask-aware: the ReLUs' masks re-applied; `,mask=zeros` also own masks of other tensors ≥ 0; `,mask=clamp` those and a clamp at 0; `,mask=shared` is `,mask`), `,grad` or `,grad=W` (gradient-aware allocation, coherent-error weight W),
     /// `,auto` (accuracy-following budget), `,edges=0/1/…/64` (zig-zag band edges) and `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:mask`, `fdsr:reuse`, …).
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
         let bad = || {
             FdsrError::InvalidConfig(format!(
-                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:ratio=R|:bits=D,L,M,H][,mask[=zeros|shared]][,grad[=W]][,auto][,edges=0/1/../64][,reuse[=K/B/R]])"
+                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:ratio=R|:bits=D,L,M,H][,mask[=zeros|clamp]][,grad[=W]][,auto][,edges=0/1/../64][,reuse[=K/B/R]])"
             ))
         };
         let p = match (name, arg) {
@@ -28,9 +28,9 @@ impl FromStr for Policy {
                 let (a, flags) = split_flags(a);
                 for flag in flags {
                     match flag.split_once('=').map_or((flag, None), |(k, v)| (k, Some(v))) {
-                        ("mask", None) => c.mask_aware = true,
-                        ("mask", Some("zeros")) => (c.mask_aware, c.mask_clamp) = (true, false),
-                        ("mask", Some("shared")) => (c.mask_aware, c.mask_clamp, c.own_masks) = (true, false, false),
+                        ("mask", None | Some("shared")) => c.mask_aware = true,
+                        ("mask", Some("zeros")) => (c.mask_aware, c.own_masks) = (true, true),
+                        ("mask", Some("clamp")) => (c.mask_aware, c.mask_clamp, c.own_masks) = (true, true, true),
                         ("grad", None) => c.grad_aware = true,
                         ("grad", Some(w)) => {
                             c.grad_aware = true;
@@ -90,6 +90,7 @@ fn is_flag(piece: &str) -> bool {
     piece == "mask"
         || piece == "mask=zeros"
         || piece == "mask=shared"
+        || piece == "mask=clamp"
         || piece == "grad"
         || piece.starts_with("grad=")
         || piece == "auto"

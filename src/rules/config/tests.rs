@@ -28,7 +28,7 @@ fn policies_round_trip_through_strings() {
         "fdsr:ratio=11,mask,grad=2.5,auto",
         "fdsr:ratio=11,mask,edges=0/1/10/64",
         "fdsr:ratio=11,mask=zeros,grad",
-        "fdsr:ratio=11,mask=shared,grad",
+        "fdsr:ratio=11,mask=clamp,grad",
         "fdsr:ratio=12.5,mask,grad,auto",
     ] {
         let p: Policy = s.parse().unwrap();
@@ -44,6 +44,7 @@ fn policies_round_trip_through_strings() {
     };
     assert_eq!((c("fdsr:ratio=11"), c("fdsr:ratio=11,grad"), c("fdsr:ratio=11,grad=4")), (1.0, 8.0, 4.0));
     assert_eq!("fdsr:mask".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,mask");
+    assert_eq!("fdsr:ratio=11,mask=shared".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=11,mask");
     assert_eq!("fdsr:ratio=16".parse::<Policy>().unwrap(), {
         let mut c = FdsrConfig { ratio: Some(16.0), ..Default::default() };
         c.bits = BitChoice::Budget(2.0);
@@ -73,7 +74,7 @@ fn policies_round_trip_through_strings() {
         "fdsr:budget=2,edges=0/1/6/6/64",
         "fdsr:budget=2,edges=0/1/63",
         "fdsr:budget=2,edges=",
-        "fdsr:budget=2,mask=clamp",
+        "fdsr:budget=2,mask=clip",
     ] {
         assert!(bad.parse::<Policy>().is_err(), "{bad} should be rejected");
     }
