@@ -107,8 +107,12 @@ fn fewer_bits_give_a_larger_gradient_error_at_the_same_weights() {
     assert_eq!(rows[0]["grad_errors"].as_array().map(Vec::len), Some(2), "{rows:?}");
     assert!(error(0) > 2.0 * error(1) && error(1) > 0.0, "uniform:1 {} against uniform:4 {}", error(0), error(1));
     assert!(rows[0]["activation_ratio"].as_f64().unwrap() > rows[1]["activation_ratio"].as_f64().unwrap());
-    // fp32 is the reference, and a run too short for the warm-up says so.
-    for (policies, warmup, msg) in [("none", "2", "reference"), ("uniform:2", "7", "need 9 steps")] {
+    // fp32 is the reference, a run too short for the warm-up says so, and a ratio out of reach is
+    // refused before the warm-up.
+    let far = "uniform:2,fdsr:ratio=30,mask,grad";
+    for (policies, warmup, msg) in
+        [("none", "2", "reference"), ("uniform:2", "7", "need 9 steps"), (far, "2", "reachable")]
+    {
         let mut a = vec!["grad-error", "--data-dir", d, "--policies", policies];
         a.extend(run);
         let i = a.len() - 3;
@@ -116,5 +120,6 @@ fn fewer_bits_give_a_larger_gradient_error_at_the_same_weights() {
         let r = fdsr(&a);
         let e = String::from_utf8_lossy(&r.stderr);
         assert!(!r.status.success() && e.contains(msg) && !e.contains("panicked"), "{e}");
+        assert!(!e.contains("warming up"), "{e}");
     }
 }

@@ -65,6 +65,12 @@ pub fn run(g: &GradArgs) -> Result<()> {
             warm.total_steps()
         )));
     }
+    // Each policy's step plan before the warm-up: a ratio the model cannot reach is refused now.
+    for cfg in &cfgs {
+        let mut s = Session::new(Trainer::new(&ctx, cfg.clone())?, data.train.clone())?;
+        let (x, y) = s.next_batch()?;
+        pollster::block_on(s.trainer.check_plan(&ctx, &x, y.len()))?;
+    }
     eprintln!("warming up: {} fp32 steps of {model}…", g.warmup);
     let bar = ProgressBar::new(g.warmup);
     for _ in 0..g.warmup {

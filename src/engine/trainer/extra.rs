@@ -109,6 +109,12 @@ impl Trainer {
         Ok(())
     }
 
+    /// Makes the step plan for batches like `images` (`n` images), so that a budget the steps
+    /// cannot meet is an error now, naming what takes the room, rather than at the first step.
+    pub async fn check_plan(&mut self, ctx: &GpuContext, images: &[f32], n: usize) -> Result<()> {
+        self.step_quant(ctx, images, n).await.map(|_| ())
+    }
+
     /// This step's quantized-compute plan, after making the step plan ([`Self::make_plan`]) where
     /// a batch of `n` images has none yet.
     pub(super) async fn step_quant(&mut self, ctx: &GpuContext, images: &[f32], n: usize) -> Result<Option<QuantPlan>> {
