@@ -12,7 +12,8 @@ pub const FORMAT: &str = "fdsr-checkpoint-1";
 
 /// Value of the `policy_terms` metadata key: what the policy in `config` means. Checkpoints
 /// without it name their policies in the terms of before, when `,mask` also clamped at 0 and
-/// kept own masks (`,mask=clamp` now) and `,grad` weighed 64 (8 now).
+/// kept own masks (`,mask=clamp` now) and `,grad` weighed 64 (now a weight that follows the
+/// budget, `rules::config::coherent_weight_at`).
 pub const POLICY_TERMS: &str = "2";
 
 /// The `config` key of a checkpoint without `policy_terms`, in today's terms.

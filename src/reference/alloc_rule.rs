@@ -3,7 +3,7 @@
 //! the estimated error of each band at each width, and the choice of least error whose payload
 //! fits the region. Pure Rust; imports nothing it judges.
 
-pub use crate::rules::alloc::{class_bits, AC_CHOICES, COHERENT_WEIGHT, DC_CHOICES, EXHAUSTIVE_MAX_BANDS};
+pub use crate::rules::alloc::{class_bits, AC_CHOICES, DC_CHOICES, EXHAUSTIVE_MAX_BANDS};
 
 /// Statistics per analysis workgroup: 8 × `Σ n·max²`, 8 × `Σ c²`, zero, DC-only, full, max.
 pub const STATS: usize = 20;

@@ -11,7 +11,7 @@ pub const AC_CHOICES: [u8; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 16];
 pub const DC_CHOICES: [u8; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 16];
 /// Up to this many bands (DC included) the search is exhaustive; above it, greedy.
 pub const EXHAUSTIVE_MAX_BANDS: usize = 5;
-pub use super::config::COHERENT_WEIGHT;
+pub use super::config::coherent_weight_at;
 
 /// Payload bits of one tile by class (zero, DC-only, full, reference in the serialized form):
 /// DC `b_0` bits for classes 1 and 2, plus for class 2 each AC band with `b > 0`: 8 bits of scale
@@ -61,7 +61,7 @@ pub struct FdsrStats {
     pub gmax: f32,
     /// Weight of the errors that add up coherently in a weight gradient — the DC band's (constant
     /// over a tile) and a dropped band's (a bias) — against the other bands' rounding noise: 1
-    /// for reconstruction error; [`COHERENT_WEIGHT`] (or `,grad=W`) for gradient-aware allocation
+    /// for reconstruction error; [`coherent_weight_at`] the budget (or `,grad=W`) for gradient-aware allocation
     /// (`fdsr:…,grad`).
     pub coherent_weight: f64,
 }
@@ -292,7 +292,7 @@ mod tests {
         for j in 1..4 {
             plain.band_energy[j] = plain.band_sum_n_max2[j] / 16.0;
         }
-        let grad = FdsrStats { coherent_weight: f64::from(COHERENT_WEIGHT), ..plain.clone() };
+        let grad = FdsrStats { coherent_weight: f64::from(coherent_weight_at(2.0)), ..plain.clone() };
         let dropped = |b: &[u8]| b[1..].iter().filter(|&&x| x == 0).count();
         let mut fewer = false;
         for budget in [0.5, 1.0, 2.0, 3.0] {

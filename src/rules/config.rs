@@ -6,13 +6,17 @@ use std::fmt;
 mod parse;
 pub use parse::{parse_list, split_policies};
 
-/// Weight of the coherent errors (DC, dropped bands) of gradient-aware allocation (`,grad`), as
-/// the device computes it (f32). A weight gradient sums products over many values: unbiased
-/// rounding noise of the AC coefficients averages out in that sum, while a DC error (the same
-/// offset on all 64 values of a tile) or a dropped band's bias adds up. 8 rather than the 64 of
-/// earlier versions: at 11x and 16x it gave 36% and 18% less gradient error on `cnn` (`fdsr
-/// grad-error`, BENCHMARKS.md, issue 17), where 64 starved the AC bands.
-pub const COHERENT_WEIGHT: f32 = 8.0;
+/// Weight of the coherent errors (DC, dropped bands) of gradient-aware allocation (`,grad`) for
+/// a tensor whose codec has `budget` bits per value, as the device computes it (f32): 8 up to
+/// 2.25 bits, 64 from 3.25, geometric in between. A weight gradient sums products over many
+/// values: unbiased rounding noise of the AC coefficients averages out in that sum, while a DC
+/// error (the same offset on all 64 values of a tile) or a dropped band's bias adds up. Measured
+/// on `cnn` with `fdsr grad-error` (BENCHMARKS.md, issue 17): at 11x and 16x (codec budgets of
+/// about 2.1 and 1.2 bits) 8 gave a sixth to a third less gradient error than 32 or 64, which
+/// starve the AC bands; at 8x (about 3.2 bits) 64 gave a fifth less than 8.
+pub fn coherent_weight_at(budget: f64) -> f32 {
+    (8.0 * 8f64.powf((budget - 2.25).clamp(0.0, 1.0))) as f32
+}
 
 /// Default zig-zag band edges: DC `{0}`, low `[1,6)`, mid `[6,28)`, high `[28,64)`.
 pub const DEFAULT_BAND_EDGES: [u8; 5] = [0, 1, 6, 28, 64];
@@ -65,12 +69,13 @@ pub struct FdsrConfig {
     /// (`,mask=zeros` and `,mask=clamp`); `,mask` keeps only the ReLUs' masks, which are free.
     pub own_masks: bool,
     /// Gradient-aware allocation under a budget (`,grad`): a dropped band weighs
-    /// [`COHERENT_WEIGHT`] (or `,grad=W`) times its energy, since its bias adds up in weight
-    /// gradients where rounding noise averages out.
+    /// [`coherent_weight_at`] the budget (or `,grad=W`) times its energy, since its bias adds up
+    /// in weight gradients where rounding noise averages out.
     pub grad_aware: bool,
-    /// The coherent-error weight of gradient-aware allocation (`,grad=W`; `,grad` alone:
-    /// [`COHERENT_WEIGHT`]). Ignored without [`Self::grad_aware`].
-    pub grad_weight: f32,
+    /// The coherent-error weight of gradient-aware allocation where fixed (`,grad=W`); `None`
+    /// (`,grad` alone): [`coherent_weight_at`] the tensor's budget. Ignored without
+    /// [`Self::grad_aware`].
+    pub grad_weight: Option<f32>,
     /// Accuracy-following budget (`,auto`): in training the budget controller may raise the
     /// total above the budget when the probe's gradient error is high (and lower it when low).
     /// Off by default: the budget is then a bound on every step's stored bytes.
@@ -142,7 +147,7 @@ impl Default for FdsrConfig {
             mask_clamp: false,
             own_masks: false,
             grad_aware: false,
-            grad_weight: COHERENT_WEIGHT,
+            grad_weight: None,
             auto: false,
             ratio: None,
         }
@@ -151,22 +156,21 @@ impl Default for FdsrConfig {
 
 impl FdsrConfig {
     /// Weight of the coherent errors (DC, dropped bands) in the allocation's estimate:
-    /// [`Self::grad_weight`] for gradient-aware allocation, else 1 (reconstruction error).
+    /// [`Self::grad_weight`] or [`coherent_weight_at`] the budget for gradient-aware allocation,
+    /// else 1 (reconstruction error).
     pub fn coherent_weight(&self) -> f32 {
-        if self.grad_aware {
-            self.grad_weight
-        } else {
-            1.0
+        match (self.grad_aware, self.grad_weight, &self.bits) {
+            (false, _, _) => 1.0,
+            (true, Some(w), _) => w,
+            (true, None, BitChoice::Budget(b)) => coherent_weight_at(*b),
+            (true, None, BitChoice::Fixed(_)) => coherent_weight_at(0.0),
         }
     }
 
     /// Checks band edges, bit-widths and budget.
     pub fn validate(&self) -> Result<()> {
-        if !(self.grad_weight.is_finite() && (1.0..=1024.0).contains(&self.grad_weight)) {
-            return Err(FdsrError::InvalidConfig(format!(
-                "grad={}: the coherent-error weight must be in [1, 1024]",
-                self.grad_weight
-            )));
+        if let Some(w) = self.grad_weight.filter(|w| !(w.is_finite() && (1.0..=1024.0).contains(w))) {
+            return Err(FdsrError::InvalidConfig(format!("grad={w}: the coherent-error weight must be in [1, 1024]")));
         }
         let e = &self.band_edges;
         if e.len() < 3 || e.len() > 9 || e[0] != 0 || e[1] != 1 || *e.last().unwrap_or(&0) != 64 {
@@ -254,10 +258,10 @@ impl fmt::Display for Policy {
                 } else if c.mask_aware {
                     write!(f, ",mask")?;
                 }
-                if c.grad_aware && c.grad_weight == COHERENT_WEIGHT {
-                    write!(f, ",grad")?;
-                } else if c.grad_aware {
-                    write!(f, ",grad={}", c.grad_weight)?;
+                match (c.grad_aware, c.grad_weight) {
+                    (true, None) => write!(f, ",grad")?,
+                    (true, Some(w)) => write!(f, ",grad={w}")?,
+                    (false, _) => {}
                 }
                 if c.auto {
                     write!(f, ",auto")?;

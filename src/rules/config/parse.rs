@@ -34,7 +34,7 @@ impl FromStr for Policy {
                         ("grad", None) => c.grad_aware = true,
                         ("grad", Some(w)) => {
                             c.grad_aware = true;
-                            c.grad_weight = w.parse().map_err(|_| bad())?;
+                            c.grad_weight = Some(w.parse().map_err(|_| bad())?);
                         }
                         ("auto", None) => c.auto = true,
                         ("edges", Some(v)) => c.band_edges = parse_list(&v.replace('/', ","))?,

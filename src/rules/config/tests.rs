@@ -36,13 +36,17 @@ fn policies_round_trip_through_strings() {
     }
     assert_eq!("fdsr:reuse".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
     assert_eq!("fdsr:budget=2,reuse=16/16".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,reuse");
-    assert_eq!("fdsr:ratio=11,grad=8".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=11,grad");
+    assert_eq!("fdsr:ratio=11,grad=8".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=11,grad=8");
     assert_eq!("fdsr:ratio=11,grad=64".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=11,grad=64");
     let c = |s: &str| match s.parse::<Policy>().unwrap() {
         Policy::Fdsr(c) => c.coherent_weight(),
         _ => f32::NAN,
     };
-    assert_eq!((c("fdsr:ratio=11"), c("fdsr:ratio=11,grad"), c("fdsr:ratio=11,grad=4")), (1.0, 8.0, 4.0));
+    assert_eq!((c("fdsr:ratio=16"), c("fdsr:ratio=16,grad"), c("fdsr:ratio=16,grad=4")), (1.0, 8.0, 4.0));
+    // `,grad` alone: 8 up to 2.25 bits per value, 64 from 3.25, geometric in between.
+    assert_eq!((c("fdsr:budget=2,grad"), c("fdsr:budget=2.25,grad"), c("fdsr:budget=3.25,grad")), (8.0, 8.0, 64.0));
+    assert_eq!(c("fdsr:budget=5,grad"), 64.0);
+    assert!((c("fdsr:budget=2.75,grad") - 8.0 * 8f32.sqrt()).abs() < 1e-3);
     assert_eq!("fdsr:mask".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,mask");
     assert_eq!("fdsr:ratio=11,mask=shared".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=11,mask");
     assert_eq!("fdsr:ratio=16".parse::<Policy>().unwrap(), {
