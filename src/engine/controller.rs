@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use super::saved::{TensorRecord, MIN_CODEC_BUDGET};
-use crate::codec::alloc::{choose_bits, total_error};
+use crate::codec::alloc::{choose_bits, coherent_weight_at, total_error, FdsrStats};
 use crate::codec::config::{BitChoice, FdsrConfig, Policy};
 use crate::error::{FdsrError, Result};
 
@@ -283,7 +283,13 @@ impl Controller {
             // As the store does: an own mask takes one bit of the budget where that leaves the codec
             // its least, else the tensor goes without one.
             let codec = |b: f64| if r.own_mask && b - 1.0 >= MIN_CODEC_BUDGET { b - 1.0 } else { b };
-            let err_at = |b: f64| choose_bits(a, codec(b)).ok().map(|bits| total_error(a, &bits));
+            // Bits as the device would choose them at b (under `,grad` alone its weight follows
+            // the budget), their error measured as at the budget used.
+            let follows =
+                matches!(r.form.parse::<Policy>(), Ok(Policy::Fdsr(c)) if c.grad_aware && c.grad_weight.is_none());
+            let weighed = |b: f64| FdsrStats { coherent_weight: f64::from(coherent_weight_at(b)), ..a.clone() };
+            let bits_at = |b: f64| if follows { choose_bits(&weighed(b), b) } else { choose_bits(a, b) };
+            let err_at = |b: f64| bits_at(codec(b)).ok().map(|bits| total_error(a, &bits));
             let errors: Vec<Option<f64>> = levels.iter().map(|&b| err_at(b)).collect();
             let e_used = choose_bits(a, used).ok().map(|bits| total_error(a, &bits));
             let r_l = weight_of(&r.name).and_then(|w| rel.get(w.as_str()).copied());
