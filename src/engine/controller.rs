@@ -283,13 +283,10 @@ impl Controller {
             // As the store does: an own mask takes one bit of the budget where that leaves the codec
             // its least, else the tensor goes without one.
             let codec = |b: f64| if r.own_mask && b - 1.0 >= MIN_CODEC_BUDGET { b - 1.0 } else { b };
-            // Bits as the device would choose them at b (under `,grad` alone its weight follows
-            // the budget), their error measured as at the budget used.
+            // Bits as the device would choose them at b, their error measured as at the budget used.
             let follows =
                 matches!(r.form.parse::<Policy>(), Ok(Policy::Fdsr(c)) if c.grad_aware && c.grad_weight.is_none());
-            let weighed = |b: f64| FdsrStats { coherent_weight: f64::from(coherent_weight_at(b)), ..a.clone() };
-            let bits_at = |b: f64| if follows { choose_bits(&weighed(b), b) } else { choose_bits(a, b) };
-            let err_at = |b: f64| bits_at(codec(b)).ok().map(|bits| total_error(a, &bits));
+            let err_at = |b: f64| level_bits(a, follows, codec(b)).ok().map(|bits| total_error(a, &bits));
             let errors: Vec<Option<f64>> = levels.iter().map(|&b| err_at(b)).collect();
             let e_used = choose_bits(a, used).ok().map(|bits| total_error(a, &bits));
             let r_l = weight_of(&r.name).and_then(|w| rel.get(w.as_str()).copied());
@@ -337,6 +334,15 @@ impl Controller {
         }
         (spent <= allowed + 1e-9)
             .then(|| items.iter().zip(&at).map(|(i, &l)| (i.name.to_string(), levels[l])).collect())
+    }
+}
+
+/// The bits per band the device chooses for analysis `a` at `budget` bits per value: under `,grad`
+/// alone (`follows`) with the coherent weight of that budget, else with `a`'s own.
+fn level_bits(a: &FdsrStats, follows: bool, budget: f64) -> Result<Vec<u8>> {
+    match follows {
+        true => choose_bits(&FdsrStats { coherent_weight: f64::from(coherent_weight_at(budget)), ..a.clone() }, budget),
+        false => choose_bits(a, budget),
     }
 }
 

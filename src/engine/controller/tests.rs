@@ -111,3 +111,22 @@ fn only_budgeted_fdsr_adapts() {
     }
     assert!(Controller::for_policy(None, ControllerConfig { low: 0.5, high: 0.1, ..cfg }).is_err());
 }
+
+#[test]
+fn under_grad_alone_each_level_takes_the_weight_of_its_budget() {
+    // Energies far under the range bound, as in real activations: a band may be dropped.
+    let mut a = record("x", 1 << 14, 1.0).analysis.unwrap();
+    for j in 1..4 {
+        a.band_energy[j] = a.band_sum_n_max2[j] / (64 << (2 * j)) as f64;
+    }
+    a.coherent_weight = 8.0;
+    for b in [1.5, 2.5, 3.0, 4.0, 5.0] {
+        let at = FdsrStats { coherent_weight: f64::from(coherent_weight_at(b)), ..a.clone() };
+        assert_eq!(level_bits(&a, true, b).unwrap(), choose_bits(&at, b).unwrap(), "{b}");
+        assert_eq!(level_bits(&a, false, b).unwrap(), choose_bits(&a, b).unwrap(), "{b}");
+    }
+    // The weight matters at some level here, else the test above could not tell the two apart.
+    assert!([2.5, 3.0, 4.0, 5.0]
+        .iter()
+        .any(|&b| level_bits(&a, true, b).unwrap() != level_bits(&a, false, b).unwrap()));
+}
