@@ -121,6 +121,9 @@ pub struct Controller {
     pub budget: Option<f64>,
     adaptive: bool,
     auto: bool,
+    /// `,grad` alone: the device weighs coherent errors by each tensor's budget
+    /// ([`coherent_weight_at`]), so the estimate of each budget level does too.
+    weight_follows_budget: bool,
     budgets: HashMap<String, f64>,
     decisions: Vec<Decision>,
 }
@@ -144,12 +147,22 @@ impl Controller {
     /// probes only measure the gradient error.
     pub fn for_policy(policy: Option<&Policy>, config: ControllerConfig) -> Result<Option<Controller>> {
         config.validate()?;
-        let (adaptive, auto) = match policy {
+        let (adaptive, auto, weight_follows_budget) = match policy {
             None | Some(Policy::Lossless) => return Ok(None),
-            Some(Policy::Fdsr(c @ FdsrConfig { bits: BitChoice::Budget(_), .. })) => (true, c.auto),
-            Some(_) => (false, false),
+            Some(Policy::Fdsr(c @ FdsrConfig { bits: BitChoice::Budget(_), .. })) => {
+                (true, c.auto, c.grad_aware && c.grad_weight.is_none())
+            }
+            Some(_) => (false, false, false),
         };
-        Ok(Some(Controller { config, budget: None, adaptive, auto, budgets: HashMap::new(), decisions: Vec::new() }))
+        Ok(Some(Controller {
+            config,
+            budget: None,
+            adaptive,
+            auto,
+            weight_follows_budget,
+            budgets: HashMap::new(),
+            decisions: Vec::new(),
+        }))
     }
 
     /// Whether it shares out budgets (`fdsr` under a budget) rather than only measuring.
@@ -284,8 +297,7 @@ impl Controller {
             // its least, else the tensor goes without one.
             let codec = |b: f64| if r.own_mask && b - 1.0 >= MIN_CODEC_BUDGET { b - 1.0 } else { b };
             // Bits as the device would choose them at b, their error measured as at the budget used.
-            let follows =
-                matches!(r.form.parse::<Policy>(), Ok(Policy::Fdsr(c)) if c.grad_aware && c.grad_weight.is_none());
+            let follows = self.weight_follows_budget;
             let err_at = |b: f64| level_bits(a, follows, codec(b)).ok().map(|bits| total_error(a, &bits));
             let errors: Vec<Option<f64>> = levels.iter().map(|&b| err_at(b)).collect();
             let e_used = choose_bits(a, used).ok().map(|bits| total_error(a, &bits));

@@ -125,6 +125,10 @@ fn under_grad_alone_each_level_takes_the_weight_of_its_budget() {
         assert_eq!(level_bits(&a, true, b).unwrap(), choose_bits(&at, b).unwrap(), "{b}");
         assert_eq!(level_bits(&a, false, b).unwrap(), choose_bits(&a, b).unwrap(), "{b}");
     }
+    // Only `,grad` without a fixed weight follows the budget.
+    let follows = |p: &str| controller(p).weight_follows_budget;
+    assert!(follows("fdsr:budget=2,mask,grad"));
+    assert!(!follows("fdsr:budget=2,mask,grad=8") && !follows("fdsr:budget=2,mask"));
     // The weight matters at some level here, else the test above could not tell the two apart.
     assert!([2.5, 3.0, 4.0, 5.0]
         .iter()
