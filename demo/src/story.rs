@@ -157,8 +157,10 @@ pub fn tell(input: &Input<'_>, pick: Pick) -> Result<(TileStory, TensorStory), S
     let raw = reference::decode(&body, &shape).map_err(|e| e.to_string())?;
     let decoded: Vec<f32> = match input.mask {
         Mask::None => raw.clone(),
-        Mask::Zeros => raw.iter().zip(input.data).map(|(&d, &x)| if x == 0.0 { 0.0 } else { d }).collect(),
-        Mask::Clamp => raw.iter().zip(input.data).map(|(&d, &x)| if x == 0.0 { 0.0 } else { d.max(0.0) }).collect(),
+        mask => {
+            let kept = |d: f32| if mask == Mask::Clamp { d.max(0.0) } else { d };
+            raw.iter().zip(input.data).map(|(&d, &x)| if x == 0.0 { 0.0 } else { kept(d) }).collect()
+        }
     };
     let basis = dct::dct_basis();
     let g = a.geometry;
