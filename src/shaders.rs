@@ -99,7 +99,7 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), Prelude::Codec, "uurww"),
     shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), Prelude::Tiles, "uuruwrwwr"),
     shader("uniform", include_str!("../shaders/uniform.wgsl"), Prelude::Codec, "uurwwww"),
-    shader("division", include_str!("../shaders/division.wgsl"), Prelude::Codec, "uurwwww"),
+    shader("division", include_str!("../shaders/division.wgsl"), Prelude::Tiles, "uurwwww"),
     shader("gemm", include_str!("../shaders/gemm.wgsl"), Prelude::Gemm, "urrrw"),
     shader("gemm_coop", include_str!("../shaders/gemm_coop.wgsl"), Prelude::GemmCoop, "urrrwr"),
     shader("gemm_scale", include_str!("../shaders/gemm_scale.wgsl"), Prelude::Scale, "urw"),

@@ -10,6 +10,8 @@ use crate::gpu::kernel::{dispatch, uniform, Bindable};
 use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 
 const WG: u32 = 256;
+/// Workgroup size of division's per-block kernels (`BLOCK_WG` of `shaders/division.wgsl`).
+const BLOCK_WG: u32 = 64;
 
 /// Mirror of `UniformParams` in `shaders/uniform.wgsl`.
 #[repr(C)]
@@ -53,9 +55,9 @@ pub struct DivisionParams {
     /// See [`Self::planes`].
     pub w: u32,
     /// See [`Self::planes`].
-    pub blocks_x: u32,
+    pub tiles_x: u32,
     /// See [`Self::planes`].
-    pub blocks_per_plane: u32,
+    pub tiles_per_plane: u32,
     /// See [`Self::planes`].
     pub blocks: u32,
     /// See [`Self::planes`].
@@ -211,13 +213,13 @@ pub struct DivisionJob<'a> {
 impl DivisionJob<'_> {
     fn params(&self) -> wgpu::Buffer {
         let (l, (h, w)) = (&self.layout, self.hw);
-        let blocks_x = w.div_ceil(8) as u32;
+        let tiles_x = w.div_ceil(8) as u32;
         let p = DivisionParams {
             planes: l.planes as u32,
             h: h as u32,
             w: w as u32,
-            blocks_x,
-            blocks_per_plane: blocks_x * h.div_ceil(8) as u32,
+            tiles_x,
+            tiles_per_plane: tiles_x * h.div_ceil(8) as u32,
             blocks: l.blocks as u32,
             n: l.n as u32,
             words: l.pay_words as u32,
@@ -239,12 +241,13 @@ impl DivisionJob<'_> {
         let l = &self.layout;
         let st = Stats { items: scratch(self.ctx, l.planes * 8), gmax: scratch(self.ctx, 8) };
         enc.clear_buffer(region, 0, None);
+        enc.clear_buffer(&st.items, 0, None);
         enc.clear_buffer(&st.gmax, 0, None);
         let p = self.params();
         let bufs = [Some(x), Some(&*st.items), Some(&*st.gmax), Some(region), None];
         let mean_words = (l.mins_off - l.means_off) as u32;
-        run(self.ctx, enc, "division", "block_means", self.tables, &p, bufs, mean_words.div_ceil(WG))?;
-        run(self.ctx, enc, "division", "plane_stats", self.tables, &p, bufs, l.planes as u32)?;
+        run(self.ctx, enc, "division", "block_stats", self.tables, &p, bufs, mean_words.div_ceil(BLOCK_WG))?;
+        run(self.ctx, enc, "division", "plane_stats", self.tables, &p, bufs, (l.planes as u32).div_ceil(WG))?;
         Ok(st)
     }
 
@@ -275,13 +278,14 @@ impl DivisionJob<'_> {
         let bufs = [Some(x), Some(&*st.items), Some(&*st.gmax), Some(region), None];
         let meta = (l.pay_off - l.mins_off) as u32;
         run(self.ctx, enc, "division", "plane_meta", self.tables, &p, bufs, meta.div_ceil(WG))?;
-        run(self.ctx, enc, "division", "pack_codes", self.tables, &p, bufs, (l.pay_words as u32).div_ceil(WG))
+        run(self.ctx, enc, "division", "pack_codes", self.tables, &p, bufs, (l.blocks as u32).div_ceil(BLOCK_WG))
     }
 
     /// Records the decode of `region` into `out`.
     pub fn decode(&self, enc: &mut wgpu::CommandEncoder, region: &wgpu::Buffer, out: &wgpu::Buffer) -> Result<()> {
         let p = self.params();
         let bufs = [None, None, None, Some(region), Some(out)];
-        run(self.ctx, enc, "division", "unpack_codes", self.tables, &p, bufs, (self.layout.n as u32).div_ceil(WG))
+        let groups = (self.layout.blocks as u32).div_ceil(BLOCK_WG);
+        run(self.ctx, enc, "division", "unpack_codes", self.tables, &p, bufs, groups)
     }
 }
