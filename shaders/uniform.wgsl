@@ -4,7 +4,8 @@
 // A group holds 256·B bits = 8·B whole words, so every payload word belongs to exactly one group
 // and segments of whole groups are word-aligned. Each segment has its device region: header (e0
 // at word 8, the out-of-range flag at 14), the groups' minima (2 per word), their range codes
-// (4 per word), the payload. Packing runs one invocation per output word: no atomics.
+// (4 per word), the payload. Packing runs one invocation per output word (no atomics), unpacking
+// one per 32 values (B words of one group, whose minimum and range it reads once).
 
 struct UniformParams {
     n: u32,          // values in this segment
@@ -113,11 +114,13 @@ fn pack_groups(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
     let code = group_code(g);
     let inv = select(inv_scale(code, e0()), 0.0, code == 0u);
     let stochastic = p.stochastic != 0u;
+    // rng24(seed, stream, i) = hash32(key ^ i) >> 8 with the per-tensor part hashed once.
+    let key = hash32(hash32(p.seed ^ 0x9e3779b9u) ^ p.stream);
     var word = 0u;
     for (var j = bit0 / p.bits; j <= (bit0 + 31u) / p.bits; j++) {
         let i = g * GROUP + j;
         if (i >= p.n) { break; }
-        let q = quantize_asym(input[i], mn, inv, p.bits, rng24(p.seed, p.stream, p.base + i), stochastic);
+        let q = quantize_asym(input[i], mn, inv, p.bits, hash32(key ^ (p.base + i)) >> 8u, stochastic);
         let s = i32(j * p.bits) - i32(bit0);
         word |= select(q >> u32(-s), q << u32(s), s >= 0);
     }
@@ -125,19 +128,28 @@ fn pack_groups(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
 }
 
 // One invocation per value: reads its code and dequantizes.
+// Values per invocation of unpack_groups: 32 codes of B bits are B whole words of one group.
+const SLICE: u32 = 32u;
+
 @compute @workgroup_size(256)
 fn unpack_groups(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32) {
-    let i = group_index(wg, nwg) * 256u + lid;
-    if (i >= p.n) { return; }
-    let g = i / GROUP;
-    let pos = (i % GROUP) * p.bits;
-    let w = g * 8u * p.bits + (pos >> 5u);
-    let s = pos & 31u;
-    var v = region[p.pay_off + w] >> s;
-    if (s + p.bits > 32u) { v |= region[p.pay_off + w + 1u] << (32u - s); }
-    let q = v & ((1u << p.bits) - 1u);
+    let slice = group_index(wg, nwg) * 256u + lid;
+    let first = slice * SLICE;
+    if (first >= p.n) { return; }
+    // The group's minimum and range once for its slice, not once per value.
+    let g = first / GROUP;
     let code = group_code(g);
     let range = select(scale_value(code, e0()), 0.0, code == 0u);
-    output[i] = dequant_asym(q, p.bits, group_min(g), range);
+    let mn = group_min(g);
+    let words = p.pay_off + slice * p.bits;
+    let mask = (1u << p.bits) - 1u;
+    for (var j = 0u; j < min(SLICE, p.n - first); j++) {
+        let pos = j * p.bits;
+        let w = words + (pos >> 5u);
+        let s = pos & 31u;
+        var v = region[w] >> s;
+        if (s + p.bits > 32u) { v |= region[w + 1u] << (32u - s); }
+        output[first + j] = dequant_asym(v & mask, p.bits, mn, range);
+    }
 }

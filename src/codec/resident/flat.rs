@@ -10,6 +10,8 @@ use crate::gpu::kernel::{dispatch, uniform, Bindable};
 use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 
 const WG: u32 = 256;
+/// Values per invocation of uniform's `unpack_groups` (`SLICE` of `shaders/uniform.wgsl`).
+const UNIFORM_SLICE: u32 = 32;
 /// Workgroup size of division's per-block kernels (`BLOCK_WG` of `shaders/division.wgsl`).
 const BLOCK_WG: u32 = 64;
 
@@ -190,7 +192,8 @@ impl UniformJob<'_> {
     pub fn decode(&self, enc: &mut wgpu::CommandEncoder, region: &wgpu::Buffer, out: &wgpu::Buffer) -> Result<()> {
         let p = self.params();
         let bufs = [None, None, None, Some(region), Some(out)];
-        run(self.ctx, enc, "uniform", "unpack_groups", self.tables, &p, bufs, (self.layout.n as u32).div_ceil(WG))
+        let slices = (self.layout.n as u32).div_ceil(UNIFORM_SLICE);
+        run(self.ctx, enc, "uniform", "unpack_groups", self.tables, &p, bufs, slices.div_ceil(WG))
     }
 }
 
