@@ -99,26 +99,48 @@ fn tile_sizes(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     if (t < p.tiles) { work[t] = class_size(tile_class(t)); }
 }
 
-// Bit writer of one invocation: word index, pending bits, their count. Whole words are OR-ed in
-// (neighbouring tiles share boundary words). nbits is 1..=16.
-struct Writer { word: u32, acc: u32, n: u32 }
+// Bit writer of one invocation. `put` only appends to a 64-bit window (`lo`, `hi`, `n` bits)
+// of the tile's stream as if the stream began at bit 0; `drain` writes its first word, once full,
+// shifted by the tile's phase `s` and OR-ed with the `carry` that the previous word left over
+// (neighbouring tiles share their boundary words). A caller drains at least once per 32 bits
+// put. Writes thus happen at a few fixed places of the code instead of at every code: a CPU
+// rasterizer runs a write for a vector of tiles wherever any of them might write.
+struct Writer { word: u32, lo: u32, hi: u32, n: u32, s: u32, carry: u32 }
 
+// Appends the low nbits (0..=16) of value; the window must have room (n + nbits <= 64).
 fn put(wr: ptr<function, Writer>, value: u32, nbits: u32) {
     let v = value & ((1u << nbits) - 1u);
-    (*wr).acc |= v << (*wr).n;
-    let room = 32u - (*wr).n;
-    if (nbits >= room) {
-        atomicOr(&region[p.pay_off + (*wr).word], (*wr).acc);
-        (*wr).word += 1u;
-        (*wr).acc = select(v >> room, 0u, room == 32u);
-        (*wr).n = nbits - room;
+    let n = (*wr).n;
+    if (n < 32u) {
+        (*wr).lo |= v << n;
+        if (n + nbits > 32u) { (*wr).hi |= v >> (32u - n); }
     } else {
-        (*wr).n += nbits;
+        (*wr).hi |= v << (n - 32u);
+    }
+    (*wr).n = n + nbits;
+}
+
+fn write_word(wr: ptr<function, Writer>, full: u32) {
+    atomicOr(&region[p.pay_off + (*wr).word], (full << (*wr).s) | (*wr).carry);
+    (*wr).word += 1u;
+    (*wr).carry = select(full >> (32u - (*wr).s), 0u, (*wr).s == 0u);
+}
+
+fn drain(wr: ptr<function, Writer>) {
+    if ((*wr).n >= 32u) {
+        write_word(wr, (*wr).lo);
+        (*wr).lo = (*wr).hi;
+        (*wr).hi = 0u;
+        (*wr).n -= 32u;
     }
 }
 
 fn flush(wr: ptr<function, Writer>) {
-    if ((*wr).n > 0u) { atomicOr(&region[p.pay_off + (*wr).word], (*wr).acc); }
+    drain(wr);
+    let s = (*wr).s;
+    let n = (*wr).n;
+    if (n > 0u || s > 0u) { atomicOr(&region[p.pay_off + (*wr).word], ((*wr).lo << s) | (*wr).carry); }
+    if (s + n > 32u) { atomicOr(&region[p.pay_off + (*wr).word + 1u], (*wr).lo >> (32u - s)); }
 }
 
 // First zig-zag index of band b >= 1 (the pipeline's constants).
@@ -131,17 +153,15 @@ fn band_start(b: u32) -> u32 {
 // bits, scale code and inverse scale.
 struct Pack { key: u32, stochastic: bool, bits: array<u32, 8>, code: array<u32, 8>, inv: array<f32, 8> }
 
-// Writes coefficient z (value v) of a full tile, after its band's scale code where z opens the band.
+// Puts coefficient z (value v) of a full tile, after its band's scale code where z opens the
+// band (at most 32 bits over two calls: drain after every second).
 fn emit(wr: ptr<function, Writer>, s: ptr<function, Pack>, z: u32, v: f32) {
     let b = band_of(z);
     let bits = (*s).bits[b];
-    if (bits == 0u) { return; }
-    if (bits == 16u) {
-        put(wr, f16_bits(v), 16u);
-        return;
-    }
-    if (z == band_start(b)) { put(wr, (*s).code[b], 8u); }
-    put(wr, quantize_sym(v, (*s).inv[b], bits, hash32((*s).key ^ z) >> 8u, (*s).stochastic), bits);
+    let f16 = bits == 16u;
+    if (z == band_start(b)) { put(wr, (*s).code[b], select(8u, 0u, bits == 0u || f16)); }
+    let q = quantize_sym(v, (*s).inv[b], bits, hash32((*s).key ^ z) >> 8u, (*s).stochastic);
+    put(wr, select(q, f16_bits(v), f16), bits);
 }
 
 // A tile's pack up to its AC coefficients, shared by both packers: a reference's 32 bits, else
@@ -155,6 +175,7 @@ fn pack_head(t: u32, cls: u32, wr: ptr<function, Writer>) -> Head {
         let s = tile_state[3u * t + 2u];
         put(wr, s & 0xffffu, 16u);
         put(wr, s >> 16u, 16u);
+        drain(wr);
         return Head(false, Tile(), 0u, 0, false);
     }
     let c = dct_forward(load_tile(t));
@@ -172,13 +193,14 @@ fn pack_head(t: u32, cls: u32, wr: ptr<function, Writer>) -> Head {
         let inv = select(inv_scale(dcode, e0), 0.0, dcode == 0u);
         put(wr, quantize_sym(dc, inv, bdc, hash32(key) >> 8u, stochastic), bdc);
     }
+    drain(wr);
     return Head(cls == 2u, c, key, e0, stochastic);
 }
 
 // The writer of tile t's payload, at its bit offset from the scan.
 fn tile_writer(t: u32) -> Writer {
     let start = work[t];
-    return Writer(start >> 5u, 0u, start & 31u);
+    return Writer(start >> 5u, 0u, 0u, 0u, start & 31u, 0u);
 }
 
 @compute @workgroup_size(64)
@@ -199,66 +221,97 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
         }
         emit(&wr, &s, 1u, h.c.r0.a.y);
         emit(&wr, &s, 2u, h.c.r1.a.x);
+        drain(&wr);
         emit(&wr, &s, 3u, h.c.r2.a.x);
         emit(&wr, &s, 4u, h.c.r1.a.y);
+        drain(&wr);
         emit(&wr, &s, 5u, h.c.r0.a.z);
         emit(&wr, &s, 6u, h.c.r0.a.w);
+        drain(&wr);
         emit(&wr, &s, 7u, h.c.r1.a.z);
         emit(&wr, &s, 8u, h.c.r2.a.y);
+        drain(&wr);
         emit(&wr, &s, 9u, h.c.r3.a.x);
         emit(&wr, &s, 10u, h.c.r4.a.x);
+        drain(&wr);
         emit(&wr, &s, 11u, h.c.r3.a.y);
         emit(&wr, &s, 12u, h.c.r2.a.z);
+        drain(&wr);
         emit(&wr, &s, 13u, h.c.r1.a.w);
         emit(&wr, &s, 14u, h.c.r0.b.x);
+        drain(&wr);
         emit(&wr, &s, 15u, h.c.r0.b.y);
         emit(&wr, &s, 16u, h.c.r1.b.x);
+        drain(&wr);
         emit(&wr, &s, 17u, h.c.r2.a.w);
         emit(&wr, &s, 18u, h.c.r3.a.z);
+        drain(&wr);
         emit(&wr, &s, 19u, h.c.r4.a.y);
         emit(&wr, &s, 20u, h.c.r5.a.x);
+        drain(&wr);
         emit(&wr, &s, 21u, h.c.r6.a.x);
         emit(&wr, &s, 22u, h.c.r5.a.y);
+        drain(&wr);
         emit(&wr, &s, 23u, h.c.r4.a.z);
         emit(&wr, &s, 24u, h.c.r3.a.w);
+        drain(&wr);
         emit(&wr, &s, 25u, h.c.r2.b.x);
         emit(&wr, &s, 26u, h.c.r1.b.y);
+        drain(&wr);
         emit(&wr, &s, 27u, h.c.r0.b.z);
         emit(&wr, &s, 28u, h.c.r0.b.w);
+        drain(&wr);
         emit(&wr, &s, 29u, h.c.r1.b.z);
         emit(&wr, &s, 30u, h.c.r2.b.y);
+        drain(&wr);
         emit(&wr, &s, 31u, h.c.r3.b.x);
         emit(&wr, &s, 32u, h.c.r4.a.w);
+        drain(&wr);
         emit(&wr, &s, 33u, h.c.r5.a.z);
         emit(&wr, &s, 34u, h.c.r6.a.y);
+        drain(&wr);
         emit(&wr, &s, 35u, h.c.r7.a.x);
         emit(&wr, &s, 36u, h.c.r7.a.y);
+        drain(&wr);
         emit(&wr, &s, 37u, h.c.r6.a.z);
         emit(&wr, &s, 38u, h.c.r5.a.w);
+        drain(&wr);
         emit(&wr, &s, 39u, h.c.r4.b.x);
         emit(&wr, &s, 40u, h.c.r3.b.y);
+        drain(&wr);
         emit(&wr, &s, 41u, h.c.r2.b.z);
         emit(&wr, &s, 42u, h.c.r1.b.w);
+        drain(&wr);
         emit(&wr, &s, 43u, h.c.r2.b.w);
         emit(&wr, &s, 44u, h.c.r3.b.z);
+        drain(&wr);
         emit(&wr, &s, 45u, h.c.r4.b.y);
         emit(&wr, &s, 46u, h.c.r5.b.x);
+        drain(&wr);
         emit(&wr, &s, 47u, h.c.r6.a.w);
         emit(&wr, &s, 48u, h.c.r7.a.z);
+        drain(&wr);
         emit(&wr, &s, 49u, h.c.r7.a.w);
         emit(&wr, &s, 50u, h.c.r6.b.x);
+        drain(&wr);
         emit(&wr, &s, 51u, h.c.r5.b.y);
         emit(&wr, &s, 52u, h.c.r4.b.z);
+        drain(&wr);
         emit(&wr, &s, 53u, h.c.r3.b.w);
         emit(&wr, &s, 54u, h.c.r4.b.w);
+        drain(&wr);
         emit(&wr, &s, 55u, h.c.r5.b.z);
         emit(&wr, &s, 56u, h.c.r6.b.y);
+        drain(&wr);
         emit(&wr, &s, 57u, h.c.r7.b.x);
         emit(&wr, &s, 58u, h.c.r7.b.y);
+        drain(&wr);
         emit(&wr, &s, 59u, h.c.r6.b.z);
         emit(&wr, &s, 60u, h.c.r5.b.w);
+        drain(&wr);
         emit(&wr, &s, 61u, h.c.r6.b.w);
         emit(&wr, &s, 62u, h.c.r7.b.z);
+        drain(&wr);
         emit(&wr, &s, 63u, h.c.r7.b.w);
     }
     flush(&wr);
@@ -284,15 +337,20 @@ fn pack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgro
             let lo = band_start(b);
             let hi = band_start(b + 1u);
             if (bits == 16u) {
-                for (var z = lo; z < hi; z++) { put(&wr, f16_bits(zz[z]), 16u); }
+                for (var z = lo; z < hi; z++) {
+                    put(&wr, f16_bits(zz[z]), 16u);
+                    drain(&wr);
+                }
             } else if (bits > 0u) {
                 var mx = 0.0;
                 for (var z = lo; z < hi; z++) { mx = max(mx, abs(zz[z])); }
                 let code = encode_scale(mx, h.e0);
                 let inv = select(inv_scale(code, h.e0), 0.0, code == 0u);
                 put(&wr, code, 8u);
+                drain(&wr);
                 for (var z = lo; z < hi; z++) {
                     put(&wr, quantize_sym(zz[z], inv, bits, hash32(h.key ^ z) >> 8u, h.stochastic), bits);
+                    drain(&wr);
                 }
             }
         }
