@@ -82,8 +82,10 @@ fn store_row(base: u32, y: u32, x0: u32, r: Row) {
     if (n > 6u) { output[o + 6u] = r.b.z; }
 }
 
+// unpack_tiles with loops instead of its unrolled zig-zag (the same values), for a page that
+// builds its pipelines before its first training step (ContextOptions::compact_shaders).
 @compute @workgroup_size(64)
-fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+fn unpack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                 @builtin(local_invocation_index) lid: u32) {
     let t = group_index(wg, nwg) * 64u + lid;
     if (t >= p.tiles) { return; }
@@ -131,6 +133,206 @@ fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
                               coef_row(&coef, 32u), coef_row(&coef, 40u), coef_row(&coef, 48u), coef_row(&coef, 56u)));
     }
     let base = out_plane * p.h * p.w;
+    store_row(base, y0, x0, px.r0);
+    store_row(base, y0 + 1u, x0, px.r1);
+    store_row(base, y0 + 2u, x0, px.r2);
+    store_row(base, y0 + 3u, x0, px.r3);
+    store_row(base, y0 + 4u, x0, px.r4);
+    store_row(base, y0 + 5u, x0, px.r5);
+    store_row(base, y0 + 6u, x0, px.r6);
+    store_row(base, y0 + 7u, x0, px.r7);
+}
+
+// Bit reader of one invocation: a 64-bit window (`lo`, `hi`, `n` bits) of the tile's stream,
+// which starts at phase `s` of payload word `word` (`cur` its value). `refill` appends the next
+// 32 bits when fewer than 32 are left; a caller refills at least once per 32 bits taken, so reads
+// happen at a few fixed places of the code instead of at every code (see the encoder's writer).
+struct Reader { word: u32, s: u32, cur: u32, lo: u32, hi: u32, n: u32 }
+
+fn reader_at(pos: u32) -> Reader {
+    let word = p.pay_off + (pos >> 5u);
+    var rd = Reader(word, pos & 31u, region[word], 0u, 0u, 0u);
+    refill(&rd);
+    return rd;
+}
+
+fn refill(rd: ptr<function, Reader>) {
+    if ((*rd).n < 32u) {
+        let s = (*rd).s;
+        let next = region[(*rd).word + 1u];
+        let f = select(((*rd).cur >> s) | (next << (32u - s)), (*rd).cur, s == 0u);
+        (*rd).word += 1u;
+        (*rd).cur = next;
+        let n = (*rd).n;
+        (*rd).lo |= f << n;
+        (*rd).hi = select(f >> (32u - n), 0u, n == 0u);
+        (*rd).n = n + 32u;
+    }
+}
+
+// The next nbits (0..=16) of the window.
+fn next_bits(rd: ptr<function, Reader>, nbits: u32) -> u32 {
+    let v = (*rd).lo & ((1u << nbits) - 1u);
+    if (nbits > 0u) {
+        (*rd).lo = ((*rd).lo >> nbits) | ((*rd).hi << (32u - nbits));
+        (*rd).hi >>= nbits;
+        (*rd).n -= nbits;
+    }
+    return v;
+}
+
+// What a full tile's AC codes need: the header's e0, each band's bits and (from the band's scale
+// code, read where the band opens) its scale.
+struct Bands { e0: i32, bits: array<u32, 8>, scale: array<f32, 8> }
+
+// Coefficient z of a full tile (at most 32 bits over two calls: refill before every second).
+fn coef(rd: ptr<function, Reader>, d: ptr<function, Bands>, z: u32) -> f32 {
+    let b = band_of(z);
+    let bits = (*d).bits[b];
+    let f16 = bits == 16u;
+    if (z == band_start(b)) {
+        let code = next_bits(rd, select(8u, 0u, bits == 0u || f16));
+        (*d).scale[b] = select(scale_value(code, (*d).e0), 0.0, code == 0u);
+    }
+    let q = next_bits(rd, bits);
+    return select(select(dequant_sym(q, bits, (*d).scale[b]), 0.0, bits == 0u), f16_value(q), f16);
+}
+
+// The DC coefficient of a tile of `plane` (the window holds at least 16 bits).
+fn dc_read(rd: ptr<function, Reader>, plane: u32, e0: i32) -> f32 {
+    let bdc = band_bits(0u);
+    let q = next_bits(rd, bdc);
+    if (bdc == 16u) { return f16_value(q); }
+    let code = (region[p.dc_off + (plane >> 2u)] >> ((plane & 3u) * 8u)) & 0xffu;
+    return select(dequant_sym(q, bdc, scale_value(code, e0)), 0.0, code == 0u);
+}
+
+@compute @workgroup_size(64)
+fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let t = group_index(wg, nwg) * 64u + lid;
+    if (t >= p.tiles) { return; }
+    let e0 = bitcast<i32>(region[H_E0]);
+    var st = t;
+    var cls = tile_class(t);
+    if (cls == 3u) {
+        var ref_rd = reader_at(work[t]);
+        // The encoder (and the host, for stored bytes) points references at earlier non-references.
+        let low = next_bits(&ref_rd, 16u);
+        st = min(low | (next_bits(&ref_rd, 16u) << 16u), t);
+        cls = select(tile_class(st), 0u, tile_class(st) == 3u);
+    }
+    let zero = Row(vec4<f32>(0.0), vec4<f32>(0.0));
+    var c = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
+    var rd = reader_at(work[st]);
+    if (cls != 0u) { c.r0.a.x = dc_read(&rd, st / p.tiles_per_plane, e0); }
+    var px = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
+    if (cls == 1u) {
+        let row = Row(vec4<f32>(c.r0.a.x * 0.125), vec4<f32>(c.r0.a.x * 0.125));
+        px = Tile(row, row, row, row, row, row, row, row);
+    } else if (cls == 2u) {
+        var d = Bands(e0, array<u32, 8>(), array<f32, 8>());
+        for (var b = 1u; b < 8u; b++) { d.bits[b] = select(0u, band_bits(b), b < p.nbands); }
+        c.r0.a.y = coef(&rd, &d, 1u);
+        refill(&rd);
+        c.r1.a.x = coef(&rd, &d, 2u);
+        c.r2.a.x = coef(&rd, &d, 3u);
+        refill(&rd);
+        c.r1.a.y = coef(&rd, &d, 4u);
+        c.r0.a.z = coef(&rd, &d, 5u);
+        refill(&rd);
+        c.r0.a.w = coef(&rd, &d, 6u);
+        c.r1.a.z = coef(&rd, &d, 7u);
+        refill(&rd);
+        c.r2.a.y = coef(&rd, &d, 8u);
+        c.r3.a.x = coef(&rd, &d, 9u);
+        refill(&rd);
+        c.r4.a.x = coef(&rd, &d, 10u);
+        c.r3.a.y = coef(&rd, &d, 11u);
+        refill(&rd);
+        c.r2.a.z = coef(&rd, &d, 12u);
+        c.r1.a.w = coef(&rd, &d, 13u);
+        refill(&rd);
+        c.r0.b.x = coef(&rd, &d, 14u);
+        c.r0.b.y = coef(&rd, &d, 15u);
+        refill(&rd);
+        c.r1.b.x = coef(&rd, &d, 16u);
+        c.r2.a.w = coef(&rd, &d, 17u);
+        refill(&rd);
+        c.r3.a.z = coef(&rd, &d, 18u);
+        c.r4.a.y = coef(&rd, &d, 19u);
+        refill(&rd);
+        c.r5.a.x = coef(&rd, &d, 20u);
+        c.r6.a.x = coef(&rd, &d, 21u);
+        refill(&rd);
+        c.r5.a.y = coef(&rd, &d, 22u);
+        c.r4.a.z = coef(&rd, &d, 23u);
+        refill(&rd);
+        c.r3.a.w = coef(&rd, &d, 24u);
+        c.r2.b.x = coef(&rd, &d, 25u);
+        refill(&rd);
+        c.r1.b.y = coef(&rd, &d, 26u);
+        c.r0.b.z = coef(&rd, &d, 27u);
+        refill(&rd);
+        c.r0.b.w = coef(&rd, &d, 28u);
+        c.r1.b.z = coef(&rd, &d, 29u);
+        refill(&rd);
+        c.r2.b.y = coef(&rd, &d, 30u);
+        c.r3.b.x = coef(&rd, &d, 31u);
+        refill(&rd);
+        c.r4.a.w = coef(&rd, &d, 32u);
+        c.r5.a.z = coef(&rd, &d, 33u);
+        refill(&rd);
+        c.r6.a.y = coef(&rd, &d, 34u);
+        c.r7.a.x = coef(&rd, &d, 35u);
+        refill(&rd);
+        c.r7.a.y = coef(&rd, &d, 36u);
+        c.r6.a.z = coef(&rd, &d, 37u);
+        refill(&rd);
+        c.r5.a.w = coef(&rd, &d, 38u);
+        c.r4.b.x = coef(&rd, &d, 39u);
+        refill(&rd);
+        c.r3.b.y = coef(&rd, &d, 40u);
+        c.r2.b.z = coef(&rd, &d, 41u);
+        refill(&rd);
+        c.r1.b.w = coef(&rd, &d, 42u);
+        c.r2.b.w = coef(&rd, &d, 43u);
+        refill(&rd);
+        c.r3.b.z = coef(&rd, &d, 44u);
+        c.r4.b.y = coef(&rd, &d, 45u);
+        refill(&rd);
+        c.r5.b.x = coef(&rd, &d, 46u);
+        c.r6.a.w = coef(&rd, &d, 47u);
+        refill(&rd);
+        c.r7.a.z = coef(&rd, &d, 48u);
+        c.r7.a.w = coef(&rd, &d, 49u);
+        refill(&rd);
+        c.r6.b.x = coef(&rd, &d, 50u);
+        c.r5.b.y = coef(&rd, &d, 51u);
+        refill(&rd);
+        c.r4.b.z = coef(&rd, &d, 52u);
+        c.r3.b.w = coef(&rd, &d, 53u);
+        refill(&rd);
+        c.r4.b.w = coef(&rd, &d, 54u);
+        c.r5.b.z = coef(&rd, &d, 55u);
+        refill(&rd);
+        c.r6.b.y = coef(&rd, &d, 56u);
+        c.r7.b.x = coef(&rd, &d, 57u);
+        refill(&rd);
+        c.r7.b.y = coef(&rd, &d, 58u);
+        c.r6.b.z = coef(&rd, &d, 59u);
+        refill(&rd);
+        c.r5.b.w = coef(&rd, &d, 60u);
+        c.r6.b.w = coef(&rd, &d, 61u);
+        refill(&rd);
+        c.r7.b.z = coef(&rd, &d, 62u);
+        c.r7.b.w = coef(&rd, &d, 63u);
+        px = dct_inverse(c);
+    }
+    let r = t % p.tiles_per_plane;
+    let y0 = (r / p.tiles_x) * 8u;
+    let x0 = (r % p.tiles_x) * 8u;
+    let base = (t / p.tiles_per_plane) * p.h * p.w;
     store_row(base, y0, x0, px.r0);
     store_row(base, y0 + 1u, x0, px.r1);
     store_row(base, y0 + 2u, x0, px.r2);

@@ -143,12 +143,6 @@ fn flush(wr: ptr<function, Writer>) {
     if (s + n > 32u) { atomicOr(&region[p.pay_off + (*wr).word + 1u], (*wr).lo >> (32u - s)); }
 }
 
-// First zig-zag index of band b >= 1 (the pipeline's constants).
-fn band_start(b: u32) -> u32 {
-    return select(select(select(select(select(select(select(EDGE8, EDGE7, b == 7u), EDGE6, b == 6u), EDGE5, b == 5u),
-                                       EDGE4, b == 4u), EDGE3, b == 3u), EDGE2, b == 2u), 1u, b == 1u);
-}
-
 // The pack of one full tile's AC coefficients: the tile's RNG key, and per band its
 // bits, scale code and inverse scale.
 struct Pack { key: u32, stochastic: bool, bits: array<u32, 8>, code: array<u32, 8>, inv: array<f32, 8> }

@@ -61,22 +61,6 @@ fn row_summax(acc0: SumMax, r: Row) -> SumMax {
     return sq_step(acc, r.b.w);
 }
 
-// The band edges 2..8 as pipeline constants (64 past the last band), so that the band of each
-// coefficient below folds to a constant and its statistics stay in registers.
-override EDGE2: u32 = 64u;
-override EDGE3: u32 = 64u;
-override EDGE4: u32 = 64u;
-override EDGE5: u32 = 64u;
-override EDGE6: u32 = 64u;
-override EDGE7: u32 = 64u;
-override EDGE8: u32 = 64u;
-
-// Band of zig-zag index z >= 1 (band 0 is the DC alone).
-fn band_of(z: u32) -> u32 {
-    return 1u + u32(z >= EDGE2) + u32(z >= EDGE3) + u32(z >= EDGE4) + u32(z >= EDGE5) + u32(z >= EDGE6) +
-           u32(z >= EDGE7) + u32(z >= EDGE8);
-}
-
 // Per-band largest |coefficient| and energy of one tile's AC coefficients.
 struct BandAcc { mx: array<f32, 8>, energy: array<f32, 8> }
 

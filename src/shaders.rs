@@ -12,8 +12,12 @@ pub const COMMON: &str = include_str!("../shaders/common.wgsl");
 /// they read.
 pub const TILE_LOAD: &str = include_str!("../shaders/tile_load.wgsl");
 
+/// The fdsr band edges as pipeline constants (`band_of`, `band_start`), prepended to the fdsr
+/// encoder and decoder.
+pub const BANDS: &str = include_str!("../shaders/bands.wgsl");
+
 /// The fdsr encoder's parameters, bindings and per-band statistics, prepended (after
-/// [`COMMON`] and [`TILE_LOAD`]) to its passes.
+/// [`COMMON`], [`TILE_LOAD`] and [`BANDS`]) to its passes.
 pub const FDSR_TILES: &str = include_str!("../shaders/fdsr_tiles.wgsl");
 
 /// `GateParams`, the uniform both DFQ gate shaders take, prepended (after [`RNG`]) to them.
@@ -51,8 +55,10 @@ pub enum Prelude {
     Codec,
     /// [`RNG`], [`COMMON`] then [`TILE_LOAD`].
     Tiles,
-    /// [`RNG`], [`COMMON`], [`TILE_LOAD`] then [`FDSR_TILES`].
+    /// [`RNG`], [`COMMON`], [`TILE_LOAD`], [`BANDS`] then [`FDSR_TILES`].
     Encode,
+    /// [`RNG`], [`COMMON`] then [`BANDS`].
+    Decode,
     /// [`RNG`] then [`GATE`].
     Gate,
     /// [`REDUCE_WG`].
@@ -96,7 +102,7 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("scan", include_str!("../shaders/scan.wgsl"), Prelude::None, "uww"),
     shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), Prelude::Encode, "uurwwwwr"),
     shader("fdsr_alloc", include_str!("../shaders/fdsr_alloc.wgsl"), Prelude::None, "urrwwrw"),
-    shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), Prelude::Codec, "uurww"),
+    shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), Prelude::Decode, "uurww"),
     shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), Prelude::Tiles, "uuruwrwwr"),
     shader("uniform", include_str!("../shaders/uniform.wgsl"), Prelude::Codec, "uurwwww"),
     shader("division", include_str!("../shaders/division.wgsl"), Prelude::Tiles, "uurwwww"),
@@ -134,7 +140,8 @@ pub fn source(name: &str) -> Option<String> {
         Prelude::Rng => format!("{RNG}\n{}", s.body),
         Prelude::Codec => format!("{RNG}\n{COMMON}\n{}", s.body),
         Prelude::Tiles => format!("{RNG}\n{COMMON}\n{TILE_LOAD}\n{}", s.body),
-        Prelude::Encode => format!("{RNG}\n{COMMON}\n{TILE_LOAD}\n{FDSR_TILES}\n{}", s.body),
+        Prelude::Encode => format!("{RNG}\n{COMMON}\n{TILE_LOAD}\n{BANDS}\n{FDSR_TILES}\n{}", s.body),
+        Prelude::Decode => format!("{RNG}\n{COMMON}\n{BANDS}\n{}", s.body),
         Prelude::Gate => format!("{RNG}\n{GATE}\n{}", s.body),
         Prelude::Reduce => format!("{REDUCE_WG}\n{}", s.body),
         Prelude::ReduceSubgroup => format!("{REDUCE_SG}\n{}", s.body),

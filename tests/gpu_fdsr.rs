@@ -152,7 +152,7 @@ fn chunked_processing_gives_the_same_bytes() {
 }
 
 #[test]
-fn compact_pack_gives_the_same_bytes() {
+fn compact_kernels_give_the_same_bytes_and_values() {
     let Some(ctx) = common::gpu() else { return };
     let Some(compact) = common::gpu_with(ContextOptions { compact_shaders: true, ..Default::default() }) else {
         return;
@@ -171,6 +171,10 @@ fn compact_pack_gives_the_same_bytes() {
             let a = pollster::block_on(compress(&ctx, &x, shape, policy, &opts)).unwrap();
             let b = pollster::block_on(compress(&compact, &x, shape, policy, &opts)).unwrap();
             assert_eq!(a, b, "{policy} {shape:?} {rounding:?}");
+            let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+            let da = bits(pollster::block_on(decompress(&ctx, &a)).unwrap());
+            let db = bits(pollster::block_on(decompress(&compact, &a)).unwrap());
+            assert_eq!(da, db, "{policy} {shape:?} {rounding:?}: decoded values");
         }
     }
 }

@@ -350,5 +350,7 @@ pub fn record_decode(
     dispatch(ctx, enc, "fdsr_decode", "decode_sizes", &binds, tiles.div_ceil(WG))?;
     let mut keep: Keep = Vec::new();
     record_scan(ctx, enc, &work, tiles, &mut keep)?;
-    dispatch(ctx, enc, "fdsr_decode", "unpack_tiles", &binds, tiles.div_ceil(WG))
+    let entry = if ctx.compact_shaders() { "unpack_tiles_compact" } else { "unpack_tiles" };
+    let (x, y) = grid(tiles.div_ceil(WG));
+    dispatch_with(ctx, enc, ("fdsr_decode", entry, &edge_constants(edges)), &binds, [x, y, 1])
 }
