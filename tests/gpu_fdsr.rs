@@ -178,3 +178,25 @@ fn compact_kernels_give_the_same_bytes_and_values() {
         }
     }
 }
+
+#[test]
+fn grad_weight_follows_the_budget() {
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [4, 8, 32, 32];
+    let x = noisy_activation(shape, 91);
+    let opts = CodecOptions { seed: 3, tensor_id: 1, rounding: Rounding::Stochastic };
+    let bits = |p: String| {
+        let c = pollster::block_on(compress(&ctx, &x, &shape, &p.parse().unwrap(), &opts)).unwrap();
+        fdsr_body(&c).bits.clone()
+    };
+    // `,grad` weighs coherent errors 8 up to 2.25 bits per value and 64 from 3.25 bits.
+    for (budget, weight) in [(1.5, 8), (2.0, 8), (2.25, 8), (3.25, 64), (4.0, 64)] {
+        let rule = bits(format!("fdsr:budget={budget},grad"));
+        assert_eq!(rule, bits(format!("fdsr:budget={budget},grad={weight}")), "budget {budget}: weight {weight}");
+    }
+    // At low budgets the weight decides bits on this tensor, so the rule's weight is really used.
+    for budget in [2.0, 2.25] {
+        let (w8, w64) = (bits(format!("fdsr:budget={budget},grad=8")), bits(format!("fdsr:budget={budget},grad=64")));
+        assert_ne!(w8, w64, "budget {budget}");
+    }
+}
