@@ -2,7 +2,9 @@
 // (scanned into bit offsets by shaders/scan.wgsl), then per tile: read its codes at its bit
 // offset, dequantize, inverse DCT, write the cropped 8x8 block. A reference tile (class 3) holds
 // its representative's index (a non-reference tile of the segment) in 32 bits and decodes that
-// tile's payload at its own position.
+// tile's payload at its own position. Codes are read through a 64-bit window refilled at fixed
+// places (Reader); the default kernel unrolls the zig-zag with the band edges as pipeline
+// constants (shaders/bands.wgsl), the compact one loops over it.
 
 struct DecodeParams {
     planes: u32, h: u32, w: u32, tiles_x: u32,
@@ -24,25 +26,6 @@ const H_CLASS_BITS: u32 = 9u;
 fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
 fn band_bits(i: u32) -> u32 { return region[H_BITS + i]; }
 fn tile_class(t: u32) -> u32 { return (region[p.cls_off + (t >> 4u)] >> ((t & 15u) * 2u)) & 3u; }
-
-// Reads nbits (1..=16) at bit position *pos of the payload and advances it.
-fn take(pos: ptr<function, u32>, nbits: u32) -> u32 {
-    let w = p.pay_off + (*pos >> 5u);
-    let s = *pos & 31u;
-    var v = region[w] >> s;
-    if (s + nbits > 32u) { v |= region[w + 1u] << (32u - s); }
-    *pos += nbits;
-    return v & ((1u << nbits) - 1u);
-}
-
-fn dc_value(pos: ptr<function, u32>, plane: u32, e0: i32) -> f32 {
-    let bdc = band_bits(0u);
-    if (bdc == 16u) { return f16_value(take(pos, 16u)); }
-    let q = take(pos, bdc);
-    let code = (region[p.dc_off + (plane >> 2u)] >> ((plane & 3u) * 8u)) & 0xffu;
-    if (code == 0u) { return 0.0; }
-    return dequant_sym(q, bdc, scale_value(code, e0));
-}
 
 // work[t] = size in bits of tile t's class.
 @compute @workgroup_size(64)
@@ -80,67 +63,6 @@ fn store_row(base: u32, y: u32, x0: u32, r: Row) {
     if (n > 4u) { output[o + 4u] = r.b.x; }
     if (n > 5u) { output[o + 5u] = r.b.y; }
     if (n > 6u) { output[o + 6u] = r.b.z; }
-}
-
-// unpack_tiles with loops instead of its unrolled zig-zag (the same values), for a page that
-// builds its pipelines before its first training step (ContextOptions::compact_shaders).
-@compute @workgroup_size(64)
-fn unpack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                @builtin(local_invocation_index) lid: u32) {
-    let t = group_index(wg, nwg) * 64u + lid;
-    if (t >= p.tiles) { return; }
-    let e0 = bitcast<i32>(region[H_E0]);
-    var st = t;
-    var cls = tile_class(t);
-    if (cls == 3u) {
-        var pos = work[t];
-        st = take(&pos, 16u);
-        st |= take(&pos, 16u) << 16u;
-        // The encoder (and the host, for stored bytes) points references at earlier non-references.
-        st = min(st, t);
-        cls = select(tile_class(st), 0u, tile_class(st) == 3u);
-    }
-    let plane = st / p.tiles_per_plane;
-    let out_plane = t / p.tiles_per_plane;
-    let r = t % p.tiles_per_plane;
-    let y0 = (r / p.tiles_x) * 8u;
-    let x0 = (r % p.tiles_x) * 8u;
-    let zero = Row(vec4<f32>(0.0), vec4<f32>(0.0));
-    var px = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
-    if (cls == 1u) {
-        var pos = work[st];
-        let v = dc_value(&pos, plane, e0) * 0.125;
-        let row = Row(vec4<f32>(v), vec4<f32>(v));
-        px = Tile(row, row, row, row, row, row, row, row);
-    } else if (cls == 2u) {
-        var pos = work[st];
-        var coef: array<f32, 64>;
-        coef[0] = dc_value(&pos, plane, e0);
-        for (var b = 1u; b < p.nbands; b++) {
-            let bits = band_bits(b);
-            if (bits == 0u) { continue; }
-            if (bits == 16u) {
-                for (var z = edge(b); z < edge(b + 1u); z++) { coef[zigzag(z)] = f16_value(take(&pos, 16u)); }
-                continue;
-            }
-            let code = take(&pos, 8u);
-            let scale = select(scale_value(code, e0), 0.0, code == 0u);
-            for (var z = edge(b); z < edge(b + 1u); z++) {
-                coef[zigzag(z)] = dequant_sym(take(&pos, bits), bits, scale);
-            }
-        }
-        px = dct_inverse(Tile(coef_row(&coef, 0u), coef_row(&coef, 8u), coef_row(&coef, 16u), coef_row(&coef, 24u),
-                              coef_row(&coef, 32u), coef_row(&coef, 40u), coef_row(&coef, 48u), coef_row(&coef, 56u)));
-    }
-    let base = out_plane * p.h * p.w;
-    store_row(base, y0, x0, px.r0);
-    store_row(base, y0 + 1u, x0, px.r1);
-    store_row(base, y0 + 2u, x0, px.r2);
-    store_row(base, y0 + 3u, x0, px.r3);
-    store_row(base, y0 + 4u, x0, px.r4);
-    store_row(base, y0 + 5u, x0, px.r5);
-    store_row(base, y0 + 6u, x0, px.r6);
-    store_row(base, y0 + 7u, x0, px.r7);
 }
 
 // Bit reader of one invocation: a 64-bit window (`lo`, `hi`, `n` bits) of the tile's stream,
@@ -207,31 +129,107 @@ fn dc_read(rd: ptr<function, Reader>, plane: u32, e0: i32) -> f32 {
     return select(dequant_sym(q, bdc, scale_value(code, e0)), 0.0, code == 0u);
 }
 
+// The tile whose payload tile t decodes and its class: t itself, or for a reference (class 3)
+// its representative, whose index it holds in 32 bits.
+fn resolve(t: u32) -> vec2<u32> {
+    let cls = tile_class(t);
+    if (cls != 3u) { return vec2<u32>(t, cls); }
+    var rd = reader_at(work[t]);
+    let low = next_bits(&rd, 16u);
+    // The encoder (and the host, for stored bytes) points references at earlier non-references.
+    let st = min(low | (next_bits(&rd, 16u) << 16u), t);
+    return vec2<u32>(st, select(tile_class(st), 0u, tile_class(st) == 3u));
+}
+
+// A DC-only tile of DC coefficient dc.
+fn flat_tile(dc: f32) -> Tile {
+    let row = Row(vec4<f32>(dc * 0.125), vec4<f32>(dc * 0.125));
+    return Tile(row, row, row, row, row, row, row, row);
+}
+
+// Writes tile t's values px, cropped to its plane.
+fn store_tile(t: u32, px: Tile) {
+    let r = t % p.tiles_per_plane;
+    let y0 = (r / p.tiles_x) * 8u;
+    let x0 = (r % p.tiles_x) * 8u;
+    let base = (t / p.tiles_per_plane) * p.h * p.w;
+    store_row(base, y0, x0, px.r0);
+    store_row(base, y0 + 1u, x0, px.r1);
+    store_row(base, y0 + 2u, x0, px.r2);
+    store_row(base, y0 + 3u, x0, px.r3);
+    store_row(base, y0 + 4u, x0, px.r4);
+    store_row(base, y0 + 5u, x0, px.r5);
+    store_row(base, y0 + 6u, x0, px.r6);
+    store_row(base, y0 + 7u, x0, px.r7);
+}
+
+// What both decode kernels start a tile with: the class of the payload it decodes (its own or its
+// representative's), the header's e0, a reader past that payload's DC code, and the DC
+// coefficient (0 for a zero tile).
+struct Start { cls: u32, e0: i32, rd: Reader, dc: f32 }
+
+fn start(t: u32) -> Start {
+    let e0 = bitcast<i32>(region[H_E0]);
+    let sc = resolve(t);
+    var rd = reader_at(work[sc.x]);
+    var dc = 0.0;
+    if (sc.y != 0u) { dc = dc_read(&rd, sc.x / p.tiles_per_plane, e0); }
+    return Start(sc.y, e0, rd, dc);
+}
+
+// unpack_tiles with loops instead of its unrolled zig-zag (the same values), for a page that
+// builds its pipelines before its first training step (ContextOptions::compact_shaders).
+@compute @workgroup_size(64)
+fn unpack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                        @builtin(local_invocation_index) lid: u32) {
+    let t = group_index(wg, nwg) * 64u + lid;
+    if (t >= p.tiles) { return; }
+    let h = start(t);
+    var rd = h.rd;
+    let zero = Row(vec4<f32>(0.0), vec4<f32>(0.0));
+    var px = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
+    if (h.cls == 1u) {
+        px = flat_tile(h.dc);
+    } else if (h.cls == 2u) {
+        var coef: array<f32, 64>;
+        coef[0] = h.dc;
+        for (var b = 1u; b < p.nbands; b++) {
+            let bits = band_bits(b);
+            if (bits == 0u) { continue; }
+            var scale = 0.0;
+            if (bits != 16u) {
+                refill(&rd);
+                let code = next_bits(&rd, 8u);
+                scale = select(scale_value(code, h.e0), 0.0, code == 0u);
+            }
+            for (var z = edge(b); z < edge(b + 1u); z++) {
+                refill(&rd);
+                let q = next_bits(&rd, bits);
+                coef[zigzag(z)] = select(dequant_sym(q, bits, scale), f16_value(q), bits == 16u);
+            }
+        }
+        px = dct_inverse(Tile(coef_row(&coef, 0u), coef_row(&coef, 8u), coef_row(&coef, 16u), coef_row(&coef, 24u),
+                              coef_row(&coef, 32u), coef_row(&coef, 40u), coef_row(&coef, 48u), coef_row(&coef, 56u)));
+    }
+    store_tile(t, px);
+}
+
+// Per tile: its codes in zig-zag order into named coefficients (a refill before every second),
+// then the inverse DCT.
 @compute @workgroup_size(64)
 fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                 @builtin(local_invocation_index) lid: u32) {
     let t = group_index(wg, nwg) * 64u + lid;
     if (t >= p.tiles) { return; }
-    let e0 = bitcast<i32>(region[H_E0]);
-    var st = t;
-    var cls = tile_class(t);
-    if (cls == 3u) {
-        var ref_rd = reader_at(work[t]);
-        // The encoder (and the host, for stored bytes) points references at earlier non-references.
-        let low = next_bits(&ref_rd, 16u);
-        st = min(low | (next_bits(&ref_rd, 16u) << 16u), t);
-        cls = select(tile_class(st), 0u, tile_class(st) == 3u);
-    }
+    let h = start(t);
+    var rd = h.rd;
     let zero = Row(vec4<f32>(0.0), vec4<f32>(0.0));
-    var c = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
-    var rd = reader_at(work[st]);
-    if (cls != 0u) { c.r0.a.x = dc_read(&rd, st / p.tiles_per_plane, e0); }
+    var c = Tile(Row(vec4<f32>(h.dc, 0.0, 0.0, 0.0), vec4<f32>(0.0)), zero, zero, zero, zero, zero, zero, zero);
     var px = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
-    if (cls == 1u) {
-        let row = Row(vec4<f32>(c.r0.a.x * 0.125), vec4<f32>(c.r0.a.x * 0.125));
-        px = Tile(row, row, row, row, row, row, row, row);
-    } else if (cls == 2u) {
-        var d = Bands(e0, array<u32, 8>(), array<f32, 8>());
+    if (h.cls == 1u) {
+        px = flat_tile(h.dc);
+    } else if (h.cls == 2u) {
+        var d = Bands(h.e0, array<u32, 8>(), array<f32, 8>());
         for (var b = 1u; b < 8u; b++) { d.bits[b] = select(0u, band_bits(b), b < p.nbands); }
         c.r0.a.y = coef(&rd, &d, 1u);
         refill(&rd);
@@ -329,16 +327,5 @@ fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
         c.r7.b.w = coef(&rd, &d, 63u);
         px = dct_inverse(c);
     }
-    let r = t % p.tiles_per_plane;
-    let y0 = (r / p.tiles_x) * 8u;
-    let x0 = (r % p.tiles_x) * 8u;
-    let base = (t / p.tiles_per_plane) * p.h * p.w;
-    store_row(base, y0, x0, px.r0);
-    store_row(base, y0 + 1u, x0, px.r1);
-    store_row(base, y0 + 2u, x0, px.r2);
-    store_row(base, y0 + 3u, x0, px.r3);
-    store_row(base, y0 + 4u, x0, px.r4);
-    store_row(base, y0 + 5u, x0, px.r5);
-    store_row(base, y0 + 6u, x0, px.r6);
-    store_row(base, y0 + 7u, x0, px.r7);
+    store_tile(t, px);
 }
