@@ -18,9 +18,10 @@ fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
                  @builtin(local_invocation_index) lid: u32) {
     let g = group_index(wg, nwg);
     let t = g * WG + lid;
-    for (var s = 0u; s < STATS; s++) { red[s * WG + lid] = 0.0; }
+    var bands: BandAcc;
+    var cls = 0u;
+    var mx = 0.0;
     if (t < p.tiles) {
-        var cls = 0u;
         let x = load_tile(t);
         if (tile_nonzero(x)) {
             let c = dct_forward(x);
@@ -38,12 +39,12 @@ fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
             cls = select(2u, 1u, ac <= p.dc_threshold * total);
             atomicMax(&plane_dcmax[t / p.tiles_per_plane], bitcast<u32>(abs(dc)));
             atomicAdd(&plane_dcmax[p.planes + t / p.tiles_per_plane], 1u);
-            red[19u * WG + lid] = sm.mx;
-            if (cls == 2u) { band_stats(c, lid); }
+            mx = sm.mx;
+            if (cls == 2u) { bands = band_accumulate(c); }
         }
         work[t] = cls;
-        red[(16u + cls) * WG + lid] = 1.0;
     }
+    write_stats(bands, cls, t < p.tiles, mx, lid);
     workgroupBarrier();
     // One lane per statistic folds the workgroup's 64 tiles in order: one barrier, not a tree's six.
     if (lid < STATS && g * WG < p.tiles) {
@@ -111,12 +112,9 @@ struct Writer { word: u32, lo: u32, hi: u32, n: u32, s: u32, carry: u32 }
 fn put(wr: ptr<function, Writer>, value: u32, nbits: u32) {
     let v = value & ((1u << nbits) - 1u);
     let n = (*wr).n;
-    if (n < 32u) {
-        (*wr).lo |= v << n;
-        if (n + nbits > 32u) { (*wr).hi |= v >> (32u - n); }
-    } else {
-        (*wr).hi |= v << (n - 32u);
-    }
+    // Branch-free: below 32 the value goes to lo and what passes bit 32 to hi, from 32 on to hi.
+    (*wr).lo |= select(0u, v << n, n < 32u);
+    (*wr).hi |= select(select(0u, v >> (32u - n), n > 0u), v << (n - 32u), n >= 32u);
     (*wr).n = n + nbits;
 }
 

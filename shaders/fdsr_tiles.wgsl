@@ -139,13 +139,16 @@ fn band_accumulate(c: Tile) -> BandAcc {
     return a;
 }
 
-// Per-band statistics of the AC coefficients of c into invocation t's slots of red: band length
-// x max^2, then the energy.
-fn band_stats(c: Tile, t: u32) {
-    let a = band_accumulate(c);
+// Invocation t's statistics into its slots of red, each written once: per band the band length x
+// max^2 and the energy of a (band 0, the DC, has none), the tile's class counted, its max |coefficient|.
+fn write_stats(a: BandAcc, cls: u32, counted: bool, mx: f32, t: u32) {
+    red[t] = 0.0;
+    red[8u * WG + t] = 0.0;
     for (var b = 1u; b < 8u; b++) {
         let len = select(0.0, f32(edge(b + 1u) - edge(b)), b < p.nbands);
         red[b * WG + t] = len * a.mx[b] * a.mx[b];
         red[(8u + b) * WG + t] = a.energy[b];
     }
+    for (var k = 0u; k < 3u; k++) { red[(16u + k) * WG + t] = select(0.0, 1.0, counted && cls == k); }
+    red[19u * WG + t] = mx;
 }
