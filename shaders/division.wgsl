@@ -177,8 +177,7 @@ fn pack_codes(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     let inv = select(inv_scale(code, e0()), 0.0, code == 0u);
     let mn = bf16_value(half_word(p.mins_off, k.plane));
     let stochastic = p.stochastic != 0u;
-    // rng24(seed, stream, i) = hash32(key ^ i) >> 8 with the per-tensor part hashed once.
-    let key = hash32(hash32(p.seed ^ 0x9e3779b9u) ^ p.stream);
+    let key = rng_key(p.seed, p.stream);
     for (var y = 0u; y < k.rows; y++) {
         let first = k.first + y * p.w;
         var v = 0u;

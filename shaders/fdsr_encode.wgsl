@@ -174,8 +174,8 @@ fn pack_head(t: u32, cls: u32, wr: ptr<function, Writer>) -> Head {
     let dc = c.r0.a.x;
     let stochastic = p.stochastic != 0u;
     let gt = p.tile_base + t;
-    // rng24(seed, stream, i) = hash32(key ^ i) >> 8 with the per-tensor part hashed once.
-    let key = hash32(hash32(p.seed ^ 0x9e3779b9u) ^ p.stream) ^ (gt * 64u);
+    // rng24(seed, stream, gt * 64 + z) = hash32(key ^ z) >> 8.
+    let key = rng_key(p.seed, p.stream) ^ (gt * 64u);
     let e0 = header_e0();
     let bdc = band_bits(0u);
     if (bdc == 16u) {

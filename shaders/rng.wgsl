@@ -11,6 +11,12 @@ fn hash32(x_in: u32) -> u32 {
     return x;
 }
 
+// The per-tensor part of rng24, for kernels that draw many numbers of one stream: rng24(seed,
+// stream, i) = hash32(rng_key(seed, stream) ^ i) >> 8.
+fn rng_key(seed: u32, stream: u32) -> u32 {
+    return hash32(hash32(seed ^ 0x9e3779b9u) ^ stream);
+}
+
 fn rng24(seed: u32, stream: u32, index: u32) -> u32 {
-    return hash32(hash32(hash32(seed ^ 0x9e3779b9u) ^ stream) ^ index) >> 8u;
+    return hash32(rng_key(seed, stream) ^ index) >> 8u;
 }

@@ -114,8 +114,7 @@ fn pack_groups(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
     let code = group_code(g);
     let inv = select(inv_scale(code, e0()), 0.0, code == 0u);
     let stochastic = p.stochastic != 0u;
-    // rng24(seed, stream, i) = hash32(key ^ i) >> 8 with the per-tensor part hashed once.
-    let key = hash32(hash32(p.seed ^ 0x9e3779b9u) ^ p.stream);
+    let key = rng_key(p.seed, p.stream);
     var word = 0u;
     for (var j = bit0 / p.bits; j <= (bit0 + 31u) / p.bits; j++) {
         let i = g * GROUP + j;
