@@ -10,7 +10,6 @@ struct Tables {
 
 @group(0) @binding(0) var<uniform> tables: Tables;
 
-fn basis(i: u32) -> f32 { return tables.basis[i >> 2u][i & 3u]; }
 fn zigzag(z: u32) -> u32 { return tables.zigzag[z >> 2u][z & 3u]; }
 fn tab_t(k: u32) -> f32 { return tables.scale_t[k >> 2u][k & 3u]; }
 fn tab_i(k: u32) -> f32 { return tables.scale_i[k >> 2u][k & 3u]; }
@@ -20,50 +19,89 @@ fn tab_i(k: u32) -> f32 { return tables.scale_i[k >> 2u][k & 3u]; }
 struct Row { a: vec4<f32>, b: vec4<f32> }
 struct Tile { r0: Row, r1: Row, r2: Row, r3: Row, r4: Row, r5: Row, r6: Row, r7: Row }
 
-// acc + s * r, component-wise (same rounding as the scalar `acc += s * r[i]`).
+// acc + s * r, component-wise (same rounding as the scalar `acc + s * r[i]`).
 fn madd(acc: Row, s: f32, r: Row) -> Row { return Row(acc.a + s * r.a, acc.b + s * r.b); }
-// Basis row k: B[k][0..8].
-fn brow(k: u32) -> Row { return Row(tables.basis[2u * k], tables.basis[2u * k + 1u]); }
-// Basis column n: B[0..8][n].
-fn bcol(n: u32) -> Row {
-    let i = n >> 2u;
-    let j = n & 3u;
-    return Row(vec4<f32>(tables.basis[i][j], tables.basis[2u + i][j], tables.basis[4u + i][j], tables.basis[6u + i][j]),
-               vec4<f32>(tables.basis[8u + i][j], tables.basis[10u + i][j], tables.basis[12u + i][j], tables.basis[14u + i][j]));
+fn rmul(s: f32, r: Row) -> Row { return Row(s * r.a, s * r.b); }
+fn radd(x: Row, y: Row) -> Row { return Row(x.a + y.a, x.b + y.b); }
+fn rsub(x: Row, y: Row) -> Row { return Row(x.a - y.a, x.b - y.b); }
+// B[k][0..4], all that the butterflies read of basis row k.
+fn bk(k: u32) -> vec4<f32> { return tables.basis[2u * k]; }
+
+// The tile's columns as rows.
+fn transpose(t: Tile) -> Tile {
+    return Tile(
+        Row(vec4<f32>(t.r0.a.x, t.r1.a.x, t.r2.a.x, t.r3.a.x), vec4<f32>(t.r4.a.x, t.r5.a.x, t.r6.a.x, t.r7.a.x)),
+        Row(vec4<f32>(t.r0.a.y, t.r1.a.y, t.r2.a.y, t.r3.a.y), vec4<f32>(t.r4.a.y, t.r5.a.y, t.r6.a.y, t.r7.a.y)),
+        Row(vec4<f32>(t.r0.a.z, t.r1.a.z, t.r2.a.z, t.r3.a.z), vec4<f32>(t.r4.a.z, t.r5.a.z, t.r6.a.z, t.r7.a.z)),
+        Row(vec4<f32>(t.r0.a.w, t.r1.a.w, t.r2.a.w, t.r3.a.w), vec4<f32>(t.r4.a.w, t.r5.a.w, t.r6.a.w, t.r7.a.w)),
+        Row(vec4<f32>(t.r0.b.x, t.r1.b.x, t.r2.b.x, t.r3.b.x), vec4<f32>(t.r4.b.x, t.r5.b.x, t.r6.b.x, t.r7.b.x)),
+        Row(vec4<f32>(t.r0.b.y, t.r1.b.y, t.r2.b.y, t.r3.b.y), vec4<f32>(t.r4.b.y, t.r5.b.y, t.r6.b.y, t.r7.b.y)),
+        Row(vec4<f32>(t.r0.b.z, t.r1.b.z, t.r2.b.z, t.r3.b.z), vec4<f32>(t.r4.b.z, t.r5.b.z, t.r6.b.z, t.r7.b.z)),
+        Row(vec4<f32>(t.r0.b.w, t.r1.b.w, t.r2.b.w, t.r3.b.w), vec4<f32>(t.r4.b.w, t.r5.b.w, t.r6.b.w, t.r7.b.w)));
 }
-// sum_n s[n] * v[n] accumulated from 0 in order n = 0..7.
-fn comb(s: Row, v0: Row, v1: Row, v2: Row, v3: Row, v4: Row, v5: Row, v6: Row, v7: Row) -> Row {
-    var acc = Row(vec4<f32>(0.0), vec4<f32>(0.0));
-    acc = madd(acc, s.a.x, v0);
-    acc = madd(acc, s.a.y, v1);
-    acc = madd(acc, s.a.z, v2);
-    acc = madd(acc, s.a.w, v3);
-    acc = madd(acc, s.b.x, v4);
-    acc = madd(acc, s.b.y, v5);
-    acc = madd(acc, s.b.z, v6);
-    acc = madd(acc, s.b.w, v7);
-    return acc;
+
+// sum_n B[k][n] o[n] over the odd half, accumulated in order n = 0..3.
+fn odd4(b: vec4<f32>, o0: Row, o1: Row, o2: Row, o3: Row) -> Row {
+    return madd(madd(madd(rmul(b.x, o0), b.y, o1), b.z, o2), b.w, o3);
 }
-// Rows of t, each combined over the basis rows/columns given (one pass of the separable DCT).
-fn pass_rows(t: Tile, v0: Row, v1: Row, v2: Row, v3: Row, v4: Row, v5: Row, v6: Row, v7: Row) -> Tile {
-    return Tile(comb(t.r0, v0, v1, v2, v3, v4, v5, v6, v7), comb(t.r1, v0, v1, v2, v3, v4, v5, v6, v7),
-                comb(t.r2, v0, v1, v2, v3, v4, v5, v6, v7), comb(t.r3, v0, v1, v2, v3, v4, v5, v6, v7),
-                comb(t.r4, v0, v1, v2, v3, v4, v5, v6, v7), comb(t.r5, v0, v1, v2, v3, v4, v5, v6, v7),
-                comb(t.r6, v0, v1, v2, v3, v4, v5, v6, v7), comb(t.r7, v0, v1, v2, v3, v4, v5, v6, v7));
+
+// src/reference/dct.rs `forward8` on each column of t: row k of the result is
+// sum_n B[k][n] t.r_n, by the same butterfly in the same f32 order.
+fn forward8(t: Tile) -> Tile {
+    let e0 = radd(t.r0, t.r7);
+    let e1 = radd(t.r1, t.r6);
+    let e2 = radd(t.r2, t.r5);
+    let e3 = radd(t.r3, t.r4);
+    let o0 = rsub(t.r0, t.r7);
+    let o1 = rsub(t.r1, t.r6);
+    let o2 = rsub(t.r2, t.r5);
+    let o3 = rsub(t.r3, t.r4);
+    let ee0 = radd(e0, e3);
+    let ee1 = radd(e1, e2);
+    let eo0 = rsub(e0, e3);
+    let eo1 = rsub(e1, e2);
+    let b0 = bk(0u);
+    let b2 = bk(2u);
+    let b4 = bk(4u);
+    let b6 = bk(6u);
+    return Tile(madd(rmul(b0.x, ee0), b0.y, ee1), odd4(bk(1u), o0, o1, o2, o3),
+                madd(rmul(b2.x, eo0), b2.y, eo1), odd4(bk(3u), o0, o1, o2, o3),
+                madd(rmul(b4.x, ee0), b4.y, ee1), odd4(bk(5u), o0, o1, o2, o3),
+                madd(rmul(b6.x, eo0), b6.y, eo1), odd4(bk(7u), o0, o1, o2, o3));
 }
-// Forward DCT of docs/CODEC.md: rows[r][k] = sum_n B[k][n] x[r][n], then
-// X[k][c] = sum_n B[k][n] rows[n][c]; both accumulate from 0 in order n = 0..7.
-fn dct_forward(x: Tile) -> Tile {
-    let t = pass_rows(x, bcol(0u), bcol(1u), bcol(2u), bcol(3u), bcol(4u), bcol(5u), bcol(6u), bcol(7u));
-    return pass_rows(Tile(brow(0u), brow(1u), brow(2u), brow(3u), brow(4u), brow(5u), brow(6u), brow(7u)),
-                     t.r0, t.r1, t.r2, t.r3, t.r4, t.r5, t.r6, t.r7);
+
+// src/reference/dct.rs `inverse8` on each column of t: row n of the result is
+// sum_k B[k][n] t.r_k, by the same butterfly in the same f32 order.
+fn inverse8(t: Tile) -> Tile {
+    let b0 = bk(0u);
+    let b2 = bk(2u);
+    let b4 = bk(4u);
+    let b6 = bk(6u);
+    let b1 = bk(1u);
+    let b3 = bk(3u);
+    let b5 = bk(5u);
+    let b7 = bk(7u);
+    let ee0 = madd(rmul(b0.x, t.r0), b4.x, t.r4);
+    let ee1 = madd(rmul(b0.y, t.r0), b4.y, t.r4);
+    let eo0 = madd(rmul(b2.x, t.r2), b6.x, t.r6);
+    let eo1 = madd(rmul(b2.y, t.r2), b6.y, t.r6);
+    let e0 = radd(ee0, eo0);
+    let e1 = radd(ee1, eo1);
+    let e2 = rsub(ee1, eo1);
+    let e3 = rsub(ee0, eo0);
+    let o0 = madd(madd(madd(rmul(b1.x, t.r1), b3.x, t.r3), b5.x, t.r5), b7.x, t.r7);
+    let o1 = madd(madd(madd(rmul(b1.y, t.r1), b3.y, t.r3), b5.y, t.r5), b7.y, t.r7);
+    let o2 = madd(madd(madd(rmul(b1.z, t.r1), b3.z, t.r3), b5.z, t.r5), b7.z, t.r7);
+    let o3 = madd(madd(madd(rmul(b1.w, t.r1), b3.w, t.r3), b5.w, t.r5), b7.w, t.r7);
+    return Tile(radd(e0, o0), radd(e1, o1), radd(e2, o2), radd(e3, o3),
+                rsub(e3, o3), rsub(e2, o2), rsub(e1, o1), rsub(e0, o0));
 }
-// Inverse: rows[r][n] = sum_k B[k][n] X[r][k], then x[n][c] = sum_k B[k][n] rows[k][c].
-fn dct_inverse(x: Tile) -> Tile {
-    let t = pass_rows(x, brow(0u), brow(1u), brow(2u), brow(3u), brow(4u), brow(5u), brow(6u), brow(7u));
-    return pass_rows(Tile(bcol(0u), bcol(1u), bcol(2u), bcol(3u), bcol(4u), bcol(5u), bcol(6u), bcol(7u)),
-                     t.r0, t.r1, t.r2, t.r3, t.r4, t.r5, t.r6, t.r7);
-}
+
+// Forward DCT of docs/CODEC.md: forward8 on the rows (as columns of the transpose), then on the
+// columns; the result's row k holds row frequency k.
+fn dct_forward(x: Tile) -> Tile { return forward8(transpose(forward8(transpose(x)))); }
+// Inverse: inverse8 on the rows, then on the columns.
+fn dct_inverse(x: Tile) -> Tile { return inverse8(transpose(inverse8(transpose(x)))); }
 
 fn pow2(n: i32) -> f32 { return bitcast<f32>(u32(n + 127) << 23u); }
 
@@ -152,27 +190,15 @@ fn bf16_nearest(x: f32) -> u32 {
 
 fn bf16_value(h: u32) -> f32 { return bitcast<f32>(h << 16u); }
 
-// f32 -> f16 bits, round to nearest even, saturating at +-65504.
+// f32 -> f16 bits, round to nearest even, saturating at +-65504. Branch-free (a CPU rasterizer
+// runs both sides of a branch): below 2^-14 the float add of 0.5 rounds the f16 subnormal's code
+// into the low mantissa bits; above, the exponent is rebiased and the mantissa rounded to 10 bits.
 fn f16_bits(x_in: f32) -> u32 {
     let a0 = bitcast<u32>(clamp(x_in, -65504.0, 65504.0));
-    let sign = (a0 >> 16u) & 0x8000u;
     let a = a0 & 0x7fffffffu;
-    if (a <= 0x33000000u) { return sign; }
-    let e = i32(a >> 23u) - 127;
-    var m = a & 0x7fffffu;
-    var shift = 13u;
-    var q: u32;
-    if (e < -14) {
-        m |= 0x800000u;
-        shift = u32(-1 - e);
-        q = m >> shift;
-    } else {
-        q = (u32(e + 15) << 10u) | (m >> 13u);
-    }
-    let rem = m & ((1u << shift) - 1u);
-    let half = 1u << (shift - 1u);
-    if (rem > half || (rem == half && (q & 1u) == 1u)) { q += 1u; }
-    return sign | q;
+    let sub = bitcast<u32>(bitcast<f32>(a) + 0.5) - 0x3f000000u;
+    let nrm = (a - 0x38000000u + 0xfffu + ((a >> 13u) & 1u)) >> 13u;
+    return ((a0 >> 16u) & 0x8000u) | select(nrm, sub, a < 0x38800000u);
 }
 
 // f16 bits -> f32, exactly (integer work; unpack2x16float needs an optional capability).

@@ -1,5 +1,5 @@
 //! The 8×8 orthonormal DCT-II of the `fdsr` path (docs/CODEC.md, fdsr steps 1–2 and 9): the host
-//! basis, the JPEG zig-zag order, the separable transform with a fixed f32 accumulation order that
+//! basis, the JPEG zig-zag order, the separable butterfly transform whose f32 operation order
 //! the shaders mirror, and edge-replicated tile extraction with cropping on the way back.
 
 /// JPEG zig-zag order: `ZIGZAG[i]` is the raster position (`row·8 + col`) of zig-zag index `i`.
@@ -23,57 +23,62 @@ pub fn dct_basis() -> [f32; 64] {
     b
 }
 
-/// Forward 2-D DCT of a raster tile: `Y[r][k] = Σ_n B[k][n]·x[r][n]` on rows, then
-/// `X[k][c] = Σ_n B[k][n]·Y[n][c]` on columns; sums accumulate in f32 from 0 in order n = 0..7.
-/// The result is in raster order (`row frequency · 8 + column frequency`).
-pub fn forward(tile: &[f32; 64], basis: &[f32; 64]) -> [f32; 64] {
+/// One 8-point forward DCT, `X[k] = Σ_n B[k][n]·v[n]`, by the even–odd butterfly that the
+/// basis' symmetries allow (`B[k][7-n] = ±B[k][n]`, and within the even half `B[k][3-n] = ±B[k][n]`):
+/// 52 operations instead of 120, reading only `B[k][0..4]`. The f32 operations, in this order, are
+/// the contract the shaders mirror (docs/CODEC.md).
+pub fn forward8(v: [f32; 8], b: &[f32; 64]) -> [f32; 8] {
+    let e: [f32; 4] = std::array::from_fn(|n| v[n] + v[7 - n]);
+    let o: [f32; 4] = std::array::from_fn(|n| v[n] - v[7 - n]);
+    let (ee0, ee1, eo0, eo1) = (e[0] + e[3], e[1] + e[2], e[0] - e[3], e[1] - e[2]);
+    let odd = |k: usize| b[k * 8] * o[0] + b[k * 8 + 1] * o[1] + b[k * 8 + 2] * o[2] + b[k * 8 + 3] * o[3];
+    [
+        b[0] * ee0 + b[1] * ee1,
+        odd(1),
+        b[16] * eo0 + b[17] * eo1,
+        odd(3),
+        b[32] * ee0 + b[33] * ee1,
+        odd(5),
+        b[48] * eo0 + b[49] * eo1,
+        odd(7),
+    ]
+}
+
+/// One 8-point inverse DCT, `v[n] = Σ_k B[k][n]·X[k]`, by the butterfly of [`forward8`] run
+/// backwards (52 operations).
+pub fn inverse8(x: [f32; 8], b: &[f32; 64]) -> [f32; 8] {
+    let ee: [f32; 2] = std::array::from_fn(|n| b[n] * x[0] + b[32 + n] * x[4]);
+    let eo: [f32; 2] = std::array::from_fn(|n| b[16 + n] * x[2] + b[48 + n] * x[6]);
+    let e = [ee[0] + eo[0], ee[1] + eo[1], ee[1] - eo[1], ee[0] - eo[0]];
+    let o: [f32; 4] = std::array::from_fn(|n| b[8 + n] * x[1] + b[24 + n] * x[3] + b[40 + n] * x[5] + b[56 + n] * x[7]);
+    std::array::from_fn(|n| if n < 4 { e[n] + o[n] } else { e[7 - n] - o[7 - n] })
+}
+
+/// `f` on every row of a raster tile, then on every column of the result.
+fn separable(tile: &[f32; 64], f: impl Fn([f32; 8]) -> [f32; 8]) -> [f32; 64] {
     let mut rows = [0f32; 64];
     for r in 0..8 {
-        for k in 0..8 {
-            let mut acc = 0f32;
-            for n in 0..8 {
-                acc += basis[k * 8 + n] * tile[r * 8 + n];
-            }
-            rows[r * 8 + k] = acc;
-        }
+        rows[r * 8..r * 8 + 8].copy_from_slice(&f(std::array::from_fn(|n| tile[r * 8 + n])));
     }
     let mut out = [0f32; 64];
     for c in 0..8 {
-        for k in 0..8 {
-            let mut acc = 0f32;
-            for n in 0..8 {
-                acc += basis[k * 8 + n] * rows[n * 8 + c];
-            }
-            out[k * 8 + c] = acc;
+        let col = f(std::array::from_fn(|n| rows[n * 8 + c]));
+        for (k, v) in col.into_iter().enumerate() {
+            out[k * 8 + c] = v;
         }
     }
     out
 }
 
-/// Inverse 2-D DCT of raster coefficients: `y[r][n] = Σ_k B[k][n]·X[r][k]` on rows, then
-/// `x[n][c] = Σ_k B[k][n]·y[k][c]` on columns; f32 sums from 0 in order k = 0..7.
+/// Forward 2-D DCT of a raster tile: [`forward8`] on each row, then on each column. The result is
+/// in raster order (`row frequency · 8 + column frequency`).
+pub fn forward(tile: &[f32; 64], basis: &[f32; 64]) -> [f32; 64] {
+    separable(tile, |v| forward8(v, basis))
+}
+
+/// Inverse 2-D DCT of raster coefficients: [`inverse8`] on each row, then on each column.
 pub fn inverse(coef: &[f32; 64], basis: &[f32; 64]) -> [f32; 64] {
-    let mut rows = [0f32; 64];
-    for r in 0..8 {
-        for n in 0..8 {
-            let mut acc = 0f32;
-            for k in 0..8 {
-                acc += basis[k * 8 + n] * coef[r * 8 + k];
-            }
-            rows[r * 8 + n] = acc;
-        }
-    }
-    let mut out = [0f32; 64];
-    for c in 0..8 {
-        for n in 0..8 {
-            let mut acc = 0f32;
-            for k in 0..8 {
-                acc += basis[k * 8 + n] * rows[k * 8 + c];
-            }
-            out[n * 8 + c] = acc;
-        }
-    }
-    out
+    separable(coef, |v| inverse8(v, basis))
 }
 
 /// Raster coefficients to zig-zag order.
@@ -169,6 +174,21 @@ mod tests {
         let k = forward(&[3.0; 64], &b);
         assert!((k[0] - 24.0).abs() < 1e-4);
         assert!(k[1..].iter().all(|v| v.abs() < 1e-4));
+    }
+
+    #[test]
+    fn butterflies_agree_with_the_direct_sums() {
+        let b = dct_basis();
+        for seed in 0..64u32 {
+            let v: [f32; 8] = std::array::from_fn(|i| (hash(seed * 8 + i as u32) % 2001) as f32 / 100.0 - 10.0);
+            let (fwd, inv) = (forward8(v, &b), inverse8(v, &b));
+            for k in 0..8 {
+                let direct: f64 = (0..8).map(|n| b[k * 8 + n] as f64 * v[n] as f64).sum();
+                assert!((fwd[k] as f64 - direct).abs() < 1e-5, "forward {seed} {k}");
+                let direct: f64 = (0..8).map(|n| b[n * 8 + k] as f64 * v[n] as f64).sum();
+                assert!((inv[k] as f64 - direct).abs() < 1e-5, "inverse {seed} {k}");
+            }
+        }
     }
 
     #[test]
