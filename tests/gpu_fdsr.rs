@@ -200,3 +200,28 @@ fn grad_weight_follows_the_budget() {
         assert_ne!(w8, w64, "budget {budget}");
     }
 }
+
+/// Every code at 16 bits (f16 pass-through) on tiles whose scales run from far below f16's
+/// subnormals to past its largest value: the shaders' branch-free f16 rounding (ties to even,
+/// subnormals, saturation) against the reference's. Exact where the DCT's rounding is the
+/// reference's (lavapipe); elsewhere a rare word may differ with the DCT.
+#[test]
+fn f16_codes_match_the_reference_across_the_range() {
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [4usize, 16, 64, 64];
+    let mut rng = Rng::new(5);
+    // Tile (plane p, row y / 8, column x / 8) scaled by 2^(-34 + its index mod 53).
+    let tile_scale = |i: usize| {
+        let (p, y, x) = (i / 4096, i / 64 % 64, i % 64);
+        2f32.powi(-34 + ((p * 64 + y / 8 * 8 + x / 8) % 53) as i32)
+    };
+    let x: Vec<f32> = (0..shape.iter().product::<usize>()).map(|i| tile_scale(i) * rng.signed()).collect();
+    let policy: Policy = "fdsr:bits=16,16,16,16".parse().unwrap();
+    let opts = CodecOptions { seed: 1, tensor_id: 0, rounding: Rounding::Nearest };
+    let (g, r) = both(&ctx, &x, &shape, &policy, &opts);
+    let (gb, rb) = (fdsr_body(&g), fdsr_body(&r));
+    let exact = ctx.adapter_description().contains("llvmpipe");
+    let allowed = if exact { 0.0 } else { 0.01 };
+    assert!(mismatch_fraction(&gb.classes, &rb.classes) <= allowed, "class words differ");
+    assert!(mismatch_fraction(&gb.payload, &rb.payload) <= allowed, "payload words differ");
+}
