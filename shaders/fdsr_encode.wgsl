@@ -10,9 +10,17 @@
 // a + b, or max(a, b) for the max statistic.
 fn fold(a: f32, b: f32, is_max: bool) -> f32 { return select(a + b, max(a, b), is_max); }
 
-// Classifies tile t into work[t], records its plane's max |DC| and non-zero count, and sums the
-// workgroup's statistics into partials[group * STATS + s], tiles in order (the last statistic
-// max-ed).
+// The slot of red that folding lane j of a workgroup sums: nbands - 1 band lengths x max^2, as
+// many energies, the max, the class counts.
+fn fold_slot(j: u32) -> u32 {
+    let ac = p.nbands - 1u;
+    if (j < ac) { return 1u + j; }
+    if (j < 2u * ac) { return 9u + j - ac; }
+    return select(16u, 19u, j == 2u * ac);
+}
+
+// Classifies tile t into work[t], sums the workgroup's statistics into partials[group * STATS + s],
+// tiles in order (the max statistic max-ed), and records its plane's max |DC| and non-zero count.
 @compute @workgroup_size(64)
 fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32) {
@@ -25,32 +33,45 @@ fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
         let x = load_tile(t);
         if (tile_nonzero(x)) {
             let c = dct_forward(x);
-            var sm = row_summax(SumMax(0.0, 0.0), c.r0);
-            sm = row_summax(sm, c.r1);
-            sm = row_summax(sm, c.r2);
-            sm = row_summax(sm, c.r3);
-            sm = row_summax(sm, c.r4);
-            sm = row_summax(sm, c.r5);
-            sm = row_summax(sm, c.r6);
-            sm = row_summax(sm, c.r7);
-            let total = sm.sum;
+            let a = band_accumulate(c);
+            // AC energy: the bands' energies added in order (absent bands add 0); max |coefficient|.
             let dc = c.r0.a.x;
-            let ac = total - dc * dc;
-            cls = select(2u, 1u, ac <= p.dc_threshold * total);
+            var ac = 0.0;
+            mx = abs(dc);
+            for (var b = 1u; b < 8u; b++) {
+                ac += a.energy[b];
+                mx = max(mx, a.mx[b]);
+            }
+            cls = select(2u, 1u, ac <= p.dc_threshold * (dc * dc + ac));
+            if (cls == 2u) { bands = a; }
             atomicMax(&plane_dcmax[t / p.tiles_per_plane], bitcast<u32>(abs(dc)));
             atomicAdd(&plane_dcmax[p.planes + t / p.tiles_per_plane], 1u);
-            mx = sm.mx;
-            if (cls == 2u) { bands = band_accumulate(c); }
         }
         work[t] = cls;
     }
     write_stats(bands, cls, t < p.tiles, mx, lid);
     workgroupBarrier();
-    // One lane per statistic folds the workgroup's 64 tiles in order: one barrier, not a tree's six.
-    if (lid < STATS && g * WG < p.tiles) {
-        var acc = red[lid * WG];
-        for (var l = 1u; l < WG; l++) { acc = fold(acc, red[lid * WG + l], lid == STATS - 1u); }
-        partials[g * STATS + lid] = acc;
+    // One lane per statistic that can be non-zero folds the workgroup's 64 tiles in order (one
+    // barrier, not a tree's six): 2 nbands lanes, one SIMD chunk of a CPU rasterizer for the
+    // default four bands. The lane of the class counts also writes the slots that stay zero.
+    let ac = p.nbands - 1u;
+    if (lid >= 2u * ac + 2u || g * WG >= p.tiles) { return; }
+    let slot = fold_slot(lid);
+    let is_max = slot == 19u;
+    var acc = red[slot * WG];
+    for (var l = 1u; l < WG; l++) { acc = fold(acc, red[slot * WG + l], is_max); }
+    let base = g * STATS;
+    if (slot != 16u) {
+        partials[base + slot] = acc;
+        return;
+    }
+    let n = u32(acc);
+    for (var k = 0u; k < 3u; k++) { partials[base + 16u + k] = f32((n >> (8u * k)) & 0xffu); }
+    for (var b = 0u; b < 8u; b++) {
+        if (b == 0u || b > ac) {
+            partials[base + b] = 0.0;
+            partials[base + 8u + b] = 0.0;
+        }
     }
 }
 

@@ -11,7 +11,9 @@ struct FdsrParams {
     edges: array<vec4<u32>, 3>,
 }
 
-const STATS: u32 = 20u; // per workgroup: 8 x sum(n*max^2), 8 x sum(coef^2), zero, dc-only, full, max
+// Per workgroup: 8 x sum(n*max^2), 8 x sum(coef^2) (slots 0 and 8, the DC's, and those of absent
+// bands stay 0), the zero, dc-only and full tile counts, the max.
+const STATS: u32 = 20u;
 const WG: u32 = 64u;
 const H_BITS: u32 = 0u;
 const H_E0: u32 = 8u;
@@ -43,22 +45,6 @@ fn row_nonzero(r: Row) -> bool { return any(r.a != vec4<f32>(0.0)) || any(r.b !=
 fn tile_nonzero(x: Tile) -> bool {
     return row_nonzero(x.r0) || row_nonzero(x.r1) || row_nonzero(x.r2) || row_nonzero(x.r3) ||
            row_nonzero(x.r4) || row_nonzero(x.r5) || row_nonzero(x.r6) || row_nonzero(x.r7);
-}
-
-// Running sum of squares and max of |.| over a row, in order.
-struct SumMax { sum: f32, mx: f32 }
-
-fn sq_step(acc: SumMax, v: f32) -> SumMax { return SumMax(acc.sum + v * v, max(acc.mx, abs(v))); }
-
-fn row_summax(acc0: SumMax, r: Row) -> SumMax {
-    var acc = sq_step(acc0, r.a.x);
-    acc = sq_step(acc, r.a.y);
-    acc = sq_step(acc, r.a.z);
-    acc = sq_step(acc, r.a.w);
-    acc = sq_step(acc, r.b.x);
-    acc = sq_step(acc, r.b.y);
-    acc = sq_step(acc, r.b.z);
-    return sq_step(acc, r.b.w);
 }
 
 // Per-band largest |coefficient| and energy of one tile's AC coefficients.
@@ -139,16 +125,15 @@ fn band_accumulate(c: Tile) -> BandAcc {
     return a;
 }
 
-// Invocation t's statistics into its slots of red, each written once: per band the band length x
-// max^2 and the energy of a (band 0, the DC, has none), the tile's class counted, its max |coefficient|.
+// Invocation t's statistics into its slots of red, each written once: per AC band the band length
+// x max^2 and the energy of a, its max |coefficient|, at slot 16 its class as a count, 2^(8 cls)
+// (0 when not counted: the workgroup's sum is then the three counts, 8 bits each, exact in f32).
 fn write_stats(a: BandAcc, cls: u32, counted: bool, mx: f32, t: u32) {
-    red[t] = 0.0;
-    red[8u * WG + t] = 0.0;
     for (var b = 1u; b < 8u; b++) {
         let len = select(0.0, f32(edge(b + 1u) - edge(b)), b < p.nbands);
         red[b * WG + t] = len * a.mx[b] * a.mx[b];
         red[(8u + b) * WG + t] = a.energy[b];
     }
-    for (var k = 0u; k < 3u; k++) { red[(16u + k) * WG + t] = select(0.0, 1.0, counted && cls == k); }
+    red[16u * WG + t] = select(0.0, f32(1u << (8u * cls)), counted && cls < 3u);
     red[19u * WG + t] = mx;
 }

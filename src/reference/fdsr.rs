@@ -149,9 +149,11 @@ pub fn analyze(x: &[f32], shape: &[usize], edges: &[u8], dc_threshold: f32) -> R
                 let class = if tile.iter().all(|&v| v == 0.0) {
                     TileClass::Zero
                 } else {
-                    let total = raster.iter().fold(0f32, |a, c| a + c * c);
-                    let ac = total - raster[0] * raster[0];
-                    if ac <= dc_threshold * total {
+                    // Per band the f32 sum of squares in zig-zag order, the bands added in order.
+                    let ac = (1..nb).fold(0f32, |acc, j| {
+                        acc + zz[edges[j] as usize..edges[j + 1] as usize].iter().fold(0f32, |a, c| a + c * c)
+                    });
+                    if ac <= dc_threshold * (zz[0] * zz[0] + ac) {
                         TileClass::DcOnly
                     } else {
                         TileClass::Full
