@@ -7,7 +7,7 @@
 struct AllocParams {
     groups: u32, planes: u32, tiles: u32, nbands: u32,
     limit_bits: u32, mode: u32, weight: f32, cls_off: u32,
-    pay_off: u32, reuse: u32, _p0: u32, _p1: u32,
+    pay_off: u32, reuse: u32, sums_at: u32, _p0: u32,
     edges: array<vec4<u32>, 3>,
     inv_l2: array<vec4<f32>, 3>, // 1 / (2^b - 1)^2 for b = 1..=8 (index b)
     fixed: array<vec4<u32>, 2>,  // the bits per band of MODE_FIXED
@@ -97,8 +97,14 @@ fn decode_index(idx: u32, c: ptr<function, array<u32, 8>>) {
 
 @compute @workgroup_size(256)
 fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
-    // 1. The segment's statistics, each by a strided sum then the tree.
+    // 1. The segment's statistics, each by a strided sum then the tree; those the analysis leaves
+    // zero (the DC's band slots and those of absent bands) are not summed.
     for (var s = 0u; s < STATS; s++) {
+        let band = s & 7u;
+        if (s < 16u && (band == 0u || band >= p.nbands)) {
+            if (lid == 0u) { tot[s] = 0.0; }
+            continue;
+        }
         var v = 0.0;
         for (var r = lid; r < p.groups; r += WG) { v = fold(v, partials[r * STATS + s], s == STATS - 1u); }
         red[lid] = v;
@@ -254,7 +260,7 @@ fn greedy(c: ptr<function, array<u32, 8>>, nonzero: u32, full: u32) {
 fn finish_segment() {
     let last = p.tiles - 1u;
     let cls = (region[p.cls_off + (last >> 4u)] >> ((last & 15u) * 2u)) & 3u;
-    let used = work[last] + region[9u + cls];
+    let used = work[last] + work[p.sums_at + (last >> 8u)] + region[9u + cls];
     region[13] = used;
     stats[5] = used;
     let bytes = 4u * (p.pay_off + (used + 31u) / 32u);

@@ -1,5 +1,5 @@
-// fdsr decoder (docs/CODEC.md) of one segment's device region: tile sizes from the class section
-// (scanned into bit offsets by shaders/scan.wgsl), then per tile: read its codes at its bit
+// fdsr decoder (docs/CODEC.md) of one segment's device region: tile bit offsets from the class
+// section (shaders/tile_offsets.wgsl), then per tile: read its codes at its bit
 // offset, dequantize, inverse DCT, write the cropped 8x8 block. A reference tile (class 3) holds
 // its representative's index (a non-reference tile of the segment) in 32 bits and decodes that
 // tile's payload at its own position. Codes are read through a 64-bit window refilled at fixed
@@ -9,7 +9,7 @@
 struct DecodeParams {
     planes: u32, h: u32, w: u32, tiles_x: u32,
     tiles_per_plane: u32, tiles: u32, nbands: u32, dc_off: u32,
-    cls_off: u32, pay_off: u32, _p0: u32, _p1: u32,
+    cls_off: u32, pay_off: u32, sums_at: u32, _p0: u32,
     edges: array<vec4<u32>, 3>,
 }
 
@@ -19,21 +19,14 @@ const H_CLASS_BITS: u32 = 9u;
 
 @group(0) @binding(1) var<uniform> p: DecodeParams;
 @group(0) @binding(2) var<storage, read> region: array<u32>;
-// Per tile: its size in bits (decode_sizes), then its bit offset (scan).
+// Per tile its bit offset within its block, from sums_at the blocks' (shaders/tile_offsets.wgsl).
 @group(0) @binding(3) var<storage, read_write> work: array<u32>;
 @group(0) @binding(4) var<storage, read_write> output: array<f32>;
 
 fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
 fn band_bits(i: u32) -> u32 { return region[H_BITS + i]; }
 fn tile_class(t: u32) -> u32 { return (region[p.cls_off + (t >> 4u)] >> ((t & 15u) * 2u)) & 3u; }
-
-// work[t] = size in bits of tile t's class.
-@compute @workgroup_size(64)
-fn decode_sizes(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                @builtin(local_invocation_index) lid: u32) {
-    let t = group_index(wg, nwg) * 64u + lid;
-    if (t < p.tiles) { work[t] = region[H_CLASS_BITS + tile_class(t)]; }
-}
+fn class_size(c: u32) -> u32 { return region[H_CLASS_BITS + c]; }
 
 fn coef_row(c: ptr<function, array<f32, 64>>, i: u32) -> Row {
     return Row(vec4<f32>((*c)[i], (*c)[i + 1u], (*c)[i + 2u], (*c)[i + 3u]),
@@ -134,7 +127,7 @@ fn dc_read(rd: ptr<function, Reader>, plane: u32, e0: i32) -> f32 {
 fn resolve(t: u32) -> vec2<u32> {
     let cls = tile_class(t);
     if (cls != 3u) { return vec2<u32>(t, cls); }
-    var rd = reader_at(work[t]);
+    var rd = reader_at(tile_offset(t));
     let low = next_bits(&rd, 16u);
     // The encoder (and the host, for stored bytes) points references at earlier non-references.
     let st = min(low | (next_bits(&rd, 16u) << 16u), t);
@@ -171,7 +164,7 @@ struct Start { cls: u32, e0: i32, rd: Reader, dc: f32 }
 fn start(t: u32) -> Start {
     let e0 = bitcast<i32>(region[H_E0]);
     let sc = resolve(t);
-    var rd = reader_at(work[sc.x]);
+    var rd = reader_at(tile_offset(sc.x));
     var dc = 0.0;
     if (sc.y != 0u) { dc = dc_read(&rd, sc.x / p.tiles_per_plane, e0); }
     return Start(sc.y, e0, rd, dc);

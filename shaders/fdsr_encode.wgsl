@@ -53,7 +53,7 @@ fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
     workgroupBarrier();
     // One lane per statistic that can be non-zero folds the workgroup's 64 tiles in order (one
     // barrier, not a tree's six): 2 nbands lanes, one SIMD chunk of a CPU rasterizer for the
-    // default four bands. The lane of the class counts also writes the slots that stay zero.
+    // default four bands. The slots left unwritten (the DC's, absent bands') are never read.
     let ac = p.nbands - 1u;
     if (lid >= 2u * ac + 2u || g * WG >= p.tiles) { return; }
     let slot = fold_slot(lid);
@@ -67,12 +67,6 @@ fn analyze_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
     }
     let n = u32(acc);
     for (var k = 0u; k < 3u; k++) { partials[base + 16u + k] = f32((n >> (8u * k)) & 0xffu); }
-    for (var b = 0u; b < 8u; b++) {
-        if (b == 0u || b > ac) {
-            partials[base + b] = 0.0;
-            partials[base + 8u + b] = 0.0;
-        }
-    }
 }
 
 // The yardstick of `fdsr bench codec`: reads every tile as analyze_tiles and pack_tiles do and
@@ -111,14 +105,6 @@ fn pack_meta(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg:
         }
     }
     atomicStore(&region[p.dc_off + j], word);
-}
-
-// work[t] = size in bits of tile t's class (the scan then turns sizes into offsets).
-@compute @workgroup_size(64)
-fn tile_sizes(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-              @builtin(local_invocation_index) lid: u32) {
-    let t = group_index(wg, nwg) * WG + lid;
-    if (t < p.tiles) { work[t] = class_size(tile_class(t)); }
 }
 
 // Bit writer of one invocation. `put` only appends to a 64-bit window (`lo`, `hi`, `n` bits)
@@ -212,7 +198,7 @@ fn pack_head(t: u32, cls: u32, wr: ptr<function, Writer>) -> Head {
 
 // The writer of tile t's payload, at its bit offset from the scan.
 fn tile_writer(t: u32) -> Writer {
-    let start = work[t];
+    let start = tile_offset(t);
     return Writer(start >> 5u, 0u, 0u, 0u, start & 31u, 0u);
 }
 

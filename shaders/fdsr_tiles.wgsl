@@ -7,12 +7,12 @@ struct FdsrParams {
     planes: u32, h: u32, w: u32, tiles_x: u32,
     tiles_per_plane: u32, tiles: u32, tile_base: u32, nbands: u32,
     seed: u32, stream: u32, stochastic: u32, dc_threshold: f32,
-    dc_off: u32, cls_off: u32, pay_off: u32, _p0: u32,
+    dc_off: u32, cls_off: u32, pay_off: u32, sums_at: u32,
     edges: array<vec4<u32>, 3>,
 }
 
 // Per workgroup: 8 x sum(n*max^2), 8 x sum(coef^2) (slots 0 and 8, the DC's, and those of absent
-// bands stay 0), the zero, dc-only and full tile counts, the max.
+// bands are neither written nor read), the zero, dc-only and full tile counts, the max.
 const STATS: u32 = 20u;
 const WG: u32 = 64u;
 const H_BITS: u32 = 0u;
@@ -21,7 +21,8 @@ const H_CLASS_BITS: u32 = 9u;
 
 @group(0) @binding(1) var<uniform> p: FdsrParams;
 @group(0) @binding(2) var<storage, read> input: array<f32>;
-// Per tile: its class (analyze_tiles), then its size in bits (tile_sizes), then its bit offset (scan).
+// Per tile: its class (analyze_tiles), then its bit offset within its block (shaders/tile_offsets.wgsl);
+// from sums_at, the blocks' offsets.
 @group(0) @binding(3) var<storage, read_write> work: array<u32>;
 // Per plane of the segment: the bits of max |DC|, then (at planes + plane) the non-zero tile count.
 @group(0) @binding(4) var<storage, read_write> plane_dcmax: array<atomic<u32>>;

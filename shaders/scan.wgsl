@@ -1,4 +1,4 @@
-// Exclusive prefix sum of u32 (tile sizes -> bit offsets), in blocks of 256 plus block sums.
+// Exclusive prefix sum of u32 (the fdsr tile blocks' bit totals -> their offsets), in blocks of 256 plus block sums.
 
 struct ScanParams { n: u32, _a: u32, _b: u32, _c: u32 }
 

@@ -16,6 +16,9 @@ pub const TILE_LOAD: &str = include_str!("../shaders/tile_load.wgsl");
 /// encoder and decoder.
 pub const BANDS: &str = include_str!("../shaders/bands.wgsl");
 
+/// The tile bit offsets (`scan_tiles`, `tile_offset`) shared by the fdsr encoder and decoder.
+pub const TILE_OFFSETS: &str = include_str!("../shaders/tile_offsets.wgsl");
+
 /// The fdsr encoder's parameters, bindings and per-band statistics, prepended (after
 /// [`COMMON`], [`TILE_LOAD`] and [`BANDS`]) to its passes.
 pub const FDSR_TILES: &str = include_str!("../shaders/fdsr_tiles.wgsl");
@@ -140,8 +143,8 @@ pub fn source(name: &str) -> Option<String> {
         Prelude::Rng => format!("{RNG}\n{}", s.body),
         Prelude::Codec => format!("{RNG}\n{COMMON}\n{}", s.body),
         Prelude::Tiles => format!("{RNG}\n{COMMON}\n{TILE_LOAD}\n{}", s.body),
-        Prelude::Encode => format!("{RNG}\n{COMMON}\n{TILE_LOAD}\n{BANDS}\n{FDSR_TILES}\n{}", s.body),
-        Prelude::Decode => format!("{RNG}\n{COMMON}\n{BANDS}\n{}", s.body),
+        Prelude::Encode => format!("{RNG}\n{COMMON}\n{TILE_LOAD}\n{BANDS}\n{TILE_OFFSETS}\n{FDSR_TILES}\n{}", s.body),
+        Prelude::Decode => format!("{RNG}\n{COMMON}\n{BANDS}\n{TILE_OFFSETS}\n{}", s.body),
         Prelude::Gate => format!("{RNG}\n{GATE}\n{}", s.body),
         Prelude::Reduce => format!("{REDUCE_WG}\n{}", s.body),
         Prelude::ReduceSubgroup => format!("{REDUCE_SG}\n{}", s.body),

@@ -224,4 +224,8 @@ fn f16_codes_match_the_reference_across_the_range() {
     let allowed = if exact { 0.0 } else { 0.01 };
     assert!(mismatch_fraction(&gb.classes, &rb.classes) <= allowed, "class words differ");
     assert!(mismatch_fraction(&gb.payload, &rb.payload) <= allowed, "payload words differ");
+    let gd = pollster::block_on(decompress(&ctx, &g)).unwrap();
+    let rd = reference::decompress(&r).unwrap();
+    let off = gd.iter().zip(&rd).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+    assert!(off as f64 <= allowed * x.len() as f64, "{off} of {} decoded values differ", x.len());
 }

@@ -1,7 +1,7 @@
 //! GPU exclusive prefix sum of u32 (tile sizes to bit offsets), recorded into an encoder.
 
 use crate::error::Result;
-use crate::gpu::kernel::{dispatch, storage_zeroed, uniform};
+use crate::gpu::kernel::{dispatch, storage_zeroed, uniform, Bindable};
 use crate::gpu::GpuContext;
 
 /// Uniform parameters of `shaders/scan.wgsl`.
@@ -21,7 +21,7 @@ pub type Keep = Vec<wgpu::Buffer>;
 pub fn record_scan(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
-    data: &wgpu::Buffer,
+    data: &dyn Bindable,
     n: u32,
     keep: &mut Keep,
 ) -> Result<()> {

@@ -32,6 +32,12 @@ impl Bindable for wgpu::Buffer {
     }
 }
 
+impl Bindable for wgpu::BufferBinding<'_> {
+    fn binding(&self) -> wgpu::BufferBinding<'_> {
+        self.clone()
+    }
+}
+
 impl Bindable for super::PooledBuffer {
     fn binding(&self) -> wgpu::BufferBinding<'_> {
         self.as_entire_buffer_binding()

@@ -58,6 +58,17 @@ impl SegmentGeom {
         self.tiles().div_ceil(WG)
     }
 
+    /// Word of the tile-offset buffer where the offsets of the blocks of 256 tiles begin, after
+    /// the tiles' own (aligned for binding the blocks' part alone).
+    pub fn sums_at(&self) -> u32 {
+        self.tiles().next_multiple_of(64)
+    }
+
+    /// Bytes of the tile-offset buffer: a word per tile, then per block of 256 tiles.
+    fn offsets_bytes(&self) -> u64 {
+        u64::from(self.sums_at() + self.tiles().div_ceil(256)) * 4
+    }
+
     /// The encoder's parameters that describe the segment's tiling (the rest zero).
     fn encode_params(&self) -> EncodeParams {
         EncodeParams {
@@ -68,6 +79,7 @@ impl SegmentGeom {
             tiles_per_plane: self.tiles_per_plane,
             tiles: self.tiles(),
             tile_base: (self.first_plane * u64::from(self.tiles_per_plane)) as u32,
+            sums_at: self.sums_at(),
             ..Default::default()
         }
     }
@@ -91,6 +103,27 @@ fn scratch(ctx: &GpuContext, bytes: u64) -> PooledBuffer {
     ctx.pool.get(&ctx.device, Category::Workspace, bytes, STORAGE_USAGE)
 }
 
+/// Records the tile bit offsets of a segment into `work` from its region's classes and class
+/// sizes: `scan_tiles` of `shader` (bound to `binds`) per block of 256 tiles, then the scan of
+/// the blocks' totals in place.
+fn record_offsets(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    (shader, binds): (&'static str, &[&dyn Bindable]),
+    g: &SegmentGeom,
+    work: &wgpu::Buffer,
+    keep: &mut Keep,
+) -> Result<()> {
+    let blocks = g.tiles().div_ceil(256);
+    dispatch(ctx, enc, shader, "scan_tiles", binds, blocks.div_ceil(64))?;
+    let sums = wgpu::BufferBinding {
+        buffer: work,
+        offset: u64::from(g.sums_at()) * 4,
+        size: std::num::NonZeroU64::new(u64::from(blocks) * 4),
+    };
+    record_scan(ctx, enc, &sums, blocks, keep)
+}
+
 /// The region of a segment under `cfg` (the budget per value of this tensor, or fixed bits).
 pub fn layout(g: &SegmentGeom, cfg: &FdsrConfig) -> Result<FdsrLayout> {
     let (planes, tiles) = (u64::from(g.planes), u64::from(g.tiles()));
@@ -104,7 +137,7 @@ pub fn layout(g: &SegmentGeom, cfg: &FdsrConfig) -> Result<FdsrLayout> {
 
 /// Per-segment buffers of the analysis, read by the allocation, reuse and pack.
 pub struct Analysis {
-    /// Per tile: class, then size, then bit offset.
+    /// Per tile: class, then bit offset within its block; then the blocks' offsets.
     pub work: PooledBuffer,
     /// Per plane: max |DC| bits, then non-zero tile counts.
     pub dcmax: PooledBuffer,
@@ -150,7 +183,7 @@ impl Job<'_> {
     pub fn analyze(&self, enc: &mut wgpu::CommandEncoder, input: &wgpu::Buffer) -> Result<Analysis> {
         let (ctx, g) = (self.ctx, &self.g);
         let a = Analysis {
-            work: scratch(ctx, u64::from(g.tiles()) * 4),
+            work: scratch(ctx, g.offsets_bytes()),
             dcmax: scratch(ctx, u64::from(g.planes) * 8),
             partials: scratch(ctx, u64::from(g.groups()) * STATS * 4),
         };
@@ -194,7 +227,8 @@ impl Job<'_> {
             cls_off: self.layout.cls_off as u32,
             pay_off: self.layout.pay_off as u32,
             reuse: u32::from(cfg.reuse.is_some()),
-            _p: [0; 2],
+            sums_at: g.sums_at(),
+            _p: 0,
             edges: edges12(&cfg.band_edges),
             inv_l2: alloc_rule::inv_l2_table(),
             fixed,
@@ -259,9 +293,8 @@ impl Job<'_> {
         let binds: [&dyn Bindable; 8] = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, region, state];
         let meta_words = (l.pay_off - l.cls_off) + (l.cls_off - l.dc_off);
         dispatch(ctx, enc, "fdsr_encode", "pack_meta", &binds, (meta_words as u32).div_ceil(WG))?;
-        dispatch(ctx, enc, "fdsr_encode", "tile_sizes", &binds, tiles.div_ceil(WG))?;
         let mut keep: Keep = Vec::new();
-        record_scan(ctx, enc, &a.work, tiles, &mut keep)?;
+        record_offsets(ctx, enc, ("fdsr_encode", &binds), g, &a.work, &mut keep)?;
         let (x, y) = grid(tiles.div_ceil(WG));
         dispatch_with(
             ctx,
@@ -293,6 +326,7 @@ impl Job<'_> {
             cls_off: l.cls_off as u32,
             pay_off: l.pay_off as u32,
             reuse: u32::from(self.cfg.reuse.is_some()),
+            sums_at: g.sums_at(),
             ..Default::default()
         };
         let p = uniform(self.ctx, "fdsr finish", &p);
@@ -341,15 +375,15 @@ pub fn record_decode(
         dc_off: layout.dc_off as u32,
         cls_off: layout.cls_off as u32,
         pay_off: layout.pay_off as u32,
-        _p: [0; 2],
+        sums_at: g.sums_at(),
+        _p: 0,
         edges: edges12(edges),
     };
     let p = uniform(ctx, "fdsr decode", &p);
-    let work = scratch(ctx, u64::from(tiles) * 4);
+    let work = scratch(ctx, g.offsets_bytes());
     let binds: [&dyn Bindable; 5] = [tables, &p, region, &work, out];
-    dispatch(ctx, enc, "fdsr_decode", "decode_sizes", &binds, tiles.div_ceil(WG))?;
     let mut keep: Keep = Vec::new();
-    record_scan(ctx, enc, &work, tiles, &mut keep)?;
+    record_offsets(ctx, enc, ("fdsr_decode", &binds), g, &work, &mut keep)?;
     let entry = if ctx.compact_shaders() { "unpack_tiles_compact" } else { "unpack_tiles" };
     let (x, y) = grid(tiles.div_ceil(WG));
     dispatch_with(ctx, enc, ("fdsr_decode", entry, &edge_constants(edges)), &binds, [x, y, 1])

@@ -35,8 +35,8 @@ pub struct EncodeParams {
     pub cls_off: u32,
     /// See [`Self::dc_off`].
     pub pay_off: u32,
-    /// Padding.
-    pub _p0: u32,
+    /// Word of the tile-offset buffer where the blocks' offsets begin (`SegmentGeom::sums_at`).
+    pub sums_at: u32,
     /// Band edges (up to 9).
     pub edges: [u32; 12],
 }
@@ -65,8 +65,10 @@ pub struct DecodeParams {
     pub cls_off: u32,
     /// See [`Self::dc_off`].
     pub pay_off: u32,
+    /// Word of the tile-offset buffer where the blocks' offsets begin (`SegmentGeom::sums_at`).
+    pub sums_at: u32,
     /// Padding.
-    pub _p: [u32; 2],
+    pub _p: u32,
     /// Band edges.
     pub edges: [u32; 12],
 }
@@ -95,8 +97,10 @@ pub struct AllocParams {
     pub pay_off: u32,
     /// 1 when similarity reuse runs (the window counts its tiles).
     pub reuse: u32,
+    /// Word of the tile-offset buffer where the blocks' offsets begin (`SegmentGeom::sums_at`).
+    pub sums_at: u32,
     /// Padding.
-    pub _p: [u32; 2],
+    pub _p: u32,
     /// Band edges.
     pub edges: [u32; 12],
     /// `1 / (2^b − 1)²` at index `b`.
