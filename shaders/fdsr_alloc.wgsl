@@ -7,7 +7,7 @@
 struct AllocParams {
     groups: u32, planes: u32, tiles: u32, nbands: u32,
     limit_bits: u32, mode: u32, weight: f32, cls_off: u32,
-    pay_off: u32, reuse: u32, sums_at: u32, _p0: u32,
+    pay_off: u32, reuse: u32, sums_at: u32, pack_x: u32,
     edges: array<vec4<u32>, 3>,
     inv_l2: array<vec4<f32>, 3>, // 1 / (2^b - 1)^2 for b = 1..=8 (index b)
     fixed: array<vec4<u32>, 2>,  // the bits per band of MODE_FIXED
@@ -25,6 +25,8 @@ struct AllocParams {
 @group(0) @binding(5) var<storage, read> work: array<u32>;
 // Window totals of the store: used bytes (low, high word), reuse hits, reuse-eligible tiles.
 @group(0) @binding(6) var<storage, read_write> acc: array<atomic<u32>>;
+// The grids of the pack's two launches, without and with f16 bands (src/codec/resident/fdsr.rs).
+@group(0) @binding(7) var<storage, read_write> pack_args: array<u32>;
 
 const WG: u32 = 256u;
 const STATS: u32 = 20u;
@@ -190,12 +192,20 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
     }
     // 4. Header and statistics.
     var ac = 0u;
+    var f16 = false;
     for (var j = 0u; j < 8u; j++) {
         let b = select(0u, choice_bits(j, c[j]), j < p.nbands);
         region[j] = b;
         stats[6u + j] = b;
         if (j > 0u && b > 0u) { ac += select(8u, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b; }
+        f16 = f16 || (j > 0u && b == 16u);
     }
+    // The pack launch the bits need gets the grid (pack_x wide), the other none.
+    let rows = ((p.tiles + 63u) / 64u + p.pack_x - 1u) / p.pack_x;
+    for (var k = 0u; k < 6u; k++) { pack_args[k] = select(1u, 0u, k % 3u == 0u); }
+    let on = select(0u, 3u, f16);
+    pack_args[on] = p.pack_x;
+    pack_args[on + 1u] = rows;
     let e0 = clamp(exp_of(tot[19]) + 1, -90, 128);
     let b0 = dc_bits(c[0]);
     region[8] = bitcast<u32>(e0);

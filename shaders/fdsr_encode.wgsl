@@ -148,6 +148,11 @@ fn flush(wr: ptr<function, Writer>) {
     if (s + n > 32u) { atomicOr(&region[p.pay_off + (*wr).word + 1u], (*wr).lo >> (32u - s)); }
 }
 
+// Whether an AC band may be at 16 bits (f16 codes). The launch without (src/codec/resident/fdsr.rs
+// picks it on the device) leaves out their conversion, which a CPU rasterizer otherwise runs for
+// every coefficient.
+override F16: bool = true;
+
 // The pack of one full tile's AC coefficients: the tile's RNG key, and per band its
 // bits, scale code and inverse scale.
 struct Pack { key: u32, stochastic: bool, bits: array<u32, 8>, code: array<u32, 8>, inv: array<f32, 8> }
@@ -157,7 +162,7 @@ struct Pack { key: u32, stochastic: bool, bits: array<u32, 8>, code: array<u32, 
 fn emit(wr: ptr<function, Writer>, s: ptr<function, Pack>, z: u32, v: f32) {
     let b = band_of(z);
     let bits = (*s).bits[b];
-    let f16 = bits == 16u;
+    let f16 = F16 && bits == 16u;
     if (z == band_start(b)) { put(wr, (*s).code[b], select(8u, 0u, bits == 0u || f16)); }
     let q = quantize_sym(v, (*s).inv[b], bits, hash32((*s).key ^ z) >> 8u, (*s).stochastic);
     put(wr, select(q, f16_bits(v), f16), bits);

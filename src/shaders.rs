@@ -104,7 +104,7 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("copy", include_str!("../shaders/copy.wgsl"), Prelude::None, "rwu"),
     shader("scan", include_str!("../shaders/scan.wgsl"), Prelude::None, "uww"),
     shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), Prelude::Encode, "uurwwwwr"),
-    shader("fdsr_alloc", include_str!("../shaders/fdsr_alloc.wgsl"), Prelude::None, "urrwwrw"),
+    shader("fdsr_alloc", include_str!("../shaders/fdsr_alloc.wgsl"), Prelude::None, "urrwwrww"),
     shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), Prelude::Decode, "uurww"),
     shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), Prelude::Tiles, "uuruwrwwr"),
     shader("uniform", include_str!("../shaders/uniform.wgsl"), Prelude::Codec, "uurwwww"),

@@ -80,9 +80,36 @@ pub fn dispatch_grid(
 pub fn dispatch_with(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
+    kernel: (&'static str, &'static str, Constants<'_>),
+    buffers: &[&dyn Bindable],
+    grid: [u32; 3],
+) -> Result<()> {
+    launch(ctx, enc, kernel, buffers, Launch::Grid(grid))
+}
+
+/// Records one dispatch of `entry` of `shader` whose grid the device wrote: three u32 at byte
+/// `offset` of `args` (a buffer with `INDIRECT` usage). A grid of zero workgroups runs nothing.
+pub fn dispatch_indirect(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    kernel: (&'static str, &'static str, Constants<'_>),
+    buffers: &[&dyn Bindable],
+    (args, offset): (&wgpu::Buffer, u64),
+) -> Result<()> {
+    launch(ctx, enc, kernel, buffers, Launch::Indirect(args, offset))
+}
+
+enum Launch<'a> {
+    Grid([u32; 3]),
+    Indirect(&'a wgpu::Buffer, u64),
+}
+
+fn launch(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
     (shader, entry, constants): (&'static str, &'static str, Constants<'_>),
     buffers: &[&dyn Bindable],
-    [x, y, z]: [u32; 3],
+    how: Launch<'_>,
 ) -> Result<()> {
     let pipeline = ctx.pipelines.get_with(&ctx.device, shader, entry, constants)?;
     ctx.transfers.dispatch();
@@ -105,7 +132,10 @@ pub fn dispatch_with(
     let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(entry), timestamp_writes });
     pass.set_pipeline(&pipeline);
     pass.set_bind_group(0, &bind, &[]);
-    pass.dispatch_workgroups(x, y, z);
+    match how {
+        Launch::Grid([x, y, z]) => pass.dispatch_workgroups(x, y, z),
+        Launch::Indirect(args, offset) => pass.dispatch_workgroups_indirect(args, offset),
+    }
     Ok(())
 }
 

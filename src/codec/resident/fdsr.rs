@@ -8,7 +8,7 @@ use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
 use crate::codec::reuse_gpu::{self, ReuseInputs, ReuseParams};
 use crate::codec::scan::{record_scan, Keep};
 use crate::error::Result;
-use crate::gpu::kernel::{dispatch, dispatch_with, grid, uniform, Bindable};
+use crate::gpu::kernel::{dispatch, dispatch_indirect, dispatch_with, grid, uniform, Bindable};
 use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 use crate::reference::alloc_rule::{self, AllocMode};
 
@@ -143,6 +143,21 @@ pub struct Analysis {
     pub dcmax: PooledBuffer,
     /// Per analysis workgroup: [`STATS`] statistics.
     pub partials: PooledBuffer,
+    /// The grids of the pack's launches without and with f16 bands ([`pack_args`]), written by
+    /// the allocation on the device or by [`Job::set_pack_args`] from the host.
+    pub pack_args: PooledBuffer,
+}
+
+/// The two indirect grids of the pack: `pack_tiles` without f16 AC bands, then with; the one that
+/// `f16` (some AC band at 16 bits) asks for covers the segment, the other is empty. The
+/// allocation kernel writes the same words on the device.
+pub fn pack_args(g: &SegmentGeom, f16: bool) -> [u32; 6] {
+    let x = grid(g.tiles().div_ceil(WG)).0;
+    let rows = g.tiles().div_ceil(WG).div_ceil(x);
+    let mut a = [0, 1, 1, 0, 1, 1];
+    let on = if f16 { 3 } else { 0 };
+    (a[on], a[on + 1]) = (x, rows);
+    a
 }
 
 /// Everything one segment's kernels bind besides its own buffers.
@@ -186,6 +201,7 @@ impl Job<'_> {
             work: scratch(ctx, g.offsets_bytes()),
             dcmax: scratch(ctx, u64::from(g.planes) * 8),
             partials: scratch(ctx, u64::from(g.groups()) * STATS * 4),
+            pack_args: ctx.pool.get(&ctx.device, Category::Workspace, 24, STORAGE_USAGE | wgpu::BufferUsages::INDIRECT),
         };
         enc.clear_buffer(&a.dcmax, 0, None);
         let (p, unused, no_region) = (self.encode_params(), scratch(ctx, 4), scratch(ctx, 4));
@@ -228,14 +244,14 @@ impl Job<'_> {
             pay_off: self.layout.pay_off as u32,
             reuse: u32::from(cfg.reuse.is_some()),
             sums_at: g.sums_at(),
-            _p: 0,
+            pack_x: grid(g.tiles().div_ceil(WG)).0,
             edges: edges12(&cfg.band_edges),
             inv_l2: alloc_rule::inv_l2_table(),
             fixed,
         };
         let p = uniform(ctx, "fdsr alloc", &p);
         let acc = scratch(ctx, 16);
-        let binds: [&dyn Bindable; 7] = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, &*acc];
+        let binds: [&dyn Bindable; 8] = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, &*acc, &*a.pack_args];
         dispatch(ctx, enc, "fdsr_alloc", "alloc_bits", &binds, 1)
     }
 
@@ -295,18 +311,17 @@ impl Job<'_> {
         dispatch(ctx, enc, "fdsr_encode", "pack_meta", &binds, (meta_words as u32).div_ceil(WG))?;
         let mut keep: Keep = Vec::new();
         record_offsets(ctx, enc, ("fdsr_encode", &binds), g, &a.work, &mut keep)?;
-        let (x, y) = grid(tiles.div_ceil(WG));
-        dispatch_with(
-            ctx,
-            enc,
-            (
-                "fdsr_encode",
-                if ctx.compact_shaders() { "pack_tiles_compact" } else { "pack_tiles" },
-                &edge_constants(&self.cfg.band_edges),
-            ),
-            &binds,
-            [x, y, 1],
-        )?;
+        let edges = edge_constants(&self.cfg.band_edges);
+        if ctx.compact_shaders() {
+            let (x, y) = grid(tiles.div_ceil(WG));
+            dispatch_with(ctx, enc, ("fdsr_encode", "pack_tiles_compact", &edges), &binds, [x, y, 1])?;
+        } else {
+            // Both launches are recorded; the device gave the grid to the one its bits need.
+            for (f16, offset) in [(0.0, 0), (1.0, 12)] {
+                let c: Vec<(&str, f64)> = edges.iter().copied().chain([("F16", f16)]).collect();
+                dispatch_indirect(ctx, enc, ("fdsr_encode", "pack_tiles", &c), &binds, (&a.pack_args, offset))?;
+            }
+        }
         Ok(reuse)
     }
 
@@ -330,7 +345,7 @@ impl Job<'_> {
             ..Default::default()
         };
         let p = uniform(self.ctx, "fdsr finish", &p);
-        let binds: [&dyn Bindable; 7] = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, acc];
+        let binds: [&dyn Bindable; 8] = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, acc, &*a.pack_args];
         dispatch(self.ctx, enc, "fdsr_alloc", "finish_segment", &binds, 1)
     }
 }

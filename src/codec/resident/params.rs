@@ -99,8 +99,8 @@ pub struct AllocParams {
     pub reuse: u32,
     /// Word of the tile-offset buffer where the blocks' offsets begin (`SegmentGeom::sums_at`).
     pub sums_at: u32,
-    /// Padding.
-    pub _p: u32,
+    /// Workgroups per row of the pack's grid (`fdsr::pack_args`).
+    pub pack_x: u32,
     /// Band edges.
     pub edges: [u32; 12],
     /// `1 / (2^b − 1)²` at index `b`.
