@@ -13,6 +13,7 @@ pub mod fdsr;
 pub mod flat;
 pub mod layout;
 mod params;
+mod segment;
 
 use std::sync::Arc;
 

@@ -1,0 +1,101 @@
+//! The tiling of one `fdsr` segment (whole planes of an `[N, C, H, W]` tensor) and the words its
+//! kernels take that follow from it: geometry parameters, band edges, the pack's launch grids.
+
+use super::params::EncodeParams;
+use crate::gpu::kernel::grid;
+
+/// Tiles per workgroup of the fdsr kernels (`WG` of `shaders/fdsr_tiles.wgsl`).
+pub(super) const WG: u32 = 64;
+
+/// Tiling of one segment (whole planes) of an `[N, C, H, W]` tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentGeom {
+    /// Global index of the segment's first plane.
+    pub first_plane: u64,
+    /// Planes of the segment.
+    pub planes: u32,
+    /// Plane height.
+    pub h: u32,
+    /// Plane width.
+    pub w: u32,
+    /// Tiles per plane row.
+    pub tiles_x: u32,
+    /// Tiles per plane.
+    pub tiles_per_plane: u32,
+}
+
+impl SegmentGeom {
+    /// Planes `[first, first + planes)` of `h × w`.
+    pub fn new(first_plane: u64, planes: u64, h: usize, w: usize) -> Self {
+        let tiles_x = w.div_ceil(8) as u32;
+        let tiles_per_plane = tiles_x * h.div_ceil(8) as u32;
+        SegmentGeom { first_plane, planes: planes as u32, h: h as u32, w: w as u32, tiles_x, tiles_per_plane }
+    }
+
+    /// Tiles of the segment.
+    pub fn tiles(&self) -> u32 {
+        self.planes * self.tiles_per_plane
+    }
+
+    /// Values of the segment.
+    pub fn numel(&self) -> u64 {
+        u64::from(self.planes) * u64::from(self.h) * u64::from(self.w)
+    }
+
+    /// Analysis workgroups.
+    pub fn groups(&self) -> u32 {
+        self.tiles().div_ceil(WG)
+    }
+
+    /// Word of the tile-offset buffer where the offsets of the blocks of 256 tiles begin, after
+    /// the tiles' own (aligned for binding the blocks' part alone).
+    pub fn sums_at(&self) -> u32 {
+        self.tiles().next_multiple_of(64)
+    }
+
+    /// Bytes of the tile-offset buffer: a word per tile, then per block of 256 tiles.
+    pub(super) fn offsets_bytes(&self) -> u64 {
+        u64::from(self.sums_at() + self.tiles().div_ceil(256)) * 4
+    }
+
+    /// The encoder's parameters that describe the segment's tiling (the rest zero).
+    pub(super) fn encode_params(&self) -> EncodeParams {
+        EncodeParams {
+            planes: self.planes,
+            h: self.h,
+            w: self.w,
+            tiles_x: self.tiles_x,
+            tiles_per_plane: self.tiles_per_plane,
+            tiles: self.tiles(),
+            tile_base: (self.first_plane * u64::from(self.tiles_per_plane)) as u32,
+            sums_at: self.sums_at(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Band edges as the kernels' `[u32; 12]`.
+pub(super) fn edges12(edges: &[u8]) -> [u32; 12] {
+    let mut e = [0u32; 12];
+    edges.iter().enumerate().for_each(|(i, &x)| e[i] = x.into());
+    e
+}
+
+/// The band edges 2..=8 as the pipeline constants of the analysis and pack kernels (64 past the
+/// last band).
+pub(super) fn edge_constants(edges: &[u8]) -> [(&'static str, f64); 7] {
+    const NAMES: [&str; 7] = ["EDGE2", "EDGE3", "EDGE4", "EDGE5", "EDGE6", "EDGE7", "EDGE8"];
+    std::array::from_fn(|i| (NAMES[i], f64::from(edges.get(i + 2).copied().unwrap_or(64))))
+}
+
+/// The two indirect grids of the pack: `pack_tiles` without f16 AC bands, then with; the one that
+/// `f16` (some AC band at 16 bits) asks for covers the segment, the other is empty. The
+/// allocation kernel writes the same words on the device.
+pub fn pack_args(g: &SegmentGeom, f16: bool) -> [u32; 6] {
+    let x = grid(g.tiles().div_ceil(WG)).0;
+    let rows = g.tiles().div_ceil(WG).div_ceil(x);
+    let mut a = [0, 1, 1, 0, 1, 1];
+    let on = if f16 { 3 } else { 0 };
+    (a[on], a[on + 1]) = (x, rows);
+    a
+}
