@@ -166,6 +166,16 @@ fn block_at(b: u32) -> Block {
     return Block(plane, first, min(8u, p.w - x0), min(8u, p.h - y0), bf16_value(half_word(p.means_off, b)));
 }
 
+// Where the codes of a row of `cols` values from value `first` sit: the payload word, the bit in
+// it, and whether they spill into the next word.
+struct RowAt { at: u32, s: u32, spills: bool }
+
+fn row_at(first: u32, cols: u32) -> RowAt {
+    let pos = BITS * first;
+    let s = pos & 31u;
+    return RowAt(p.pay_off + (pos >> 5u), s, s + BITS * cols > 32u);
+}
+
 // One invocation per block: each row's codes (2 bits per value) OR-ed in at the row's position.
 @compute @workgroup_size(64)
 fn pack_codes(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -186,11 +196,9 @@ fn pack_codes(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
             let r = input[i] - k.mean;
             v |= quantize_asym(r, mn, inv, BITS, hash32(key ^ (p.base + i)) >> 8u, stochastic) << (BITS * j);
         }
-        let pos = BITS * first;
-        let s = pos & 31u;
-        let at = p.pay_off + (pos >> 5u);
-        atomicOr(&region[at], v << s);
-        if (s + BITS * k.cols > 32u) { atomicOr(&region[at + 1u], v >> (32u - s)); }
+        let r = row_at(first, k.cols);
+        atomicOr(&region[r.at], v << r.s);
+        if (r.spills) { atomicOr(&region[r.at + 1u], v >> (32u - r.s)); }
     }
 }
 
@@ -206,11 +214,9 @@ fn unpack_codes(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
     let mn = bf16_value(half_word(p.mins_off, k.plane));
     for (var y = 0u; y < k.rows; y++) {
         let first = k.first + y * p.w;
-        let pos = BITS * first;
-        let s = pos & 31u;
-        let at = p.pay_off + (pos >> 5u);
-        var v = word(at) >> s;
-        if (s + BITS * k.cols > 32u) { v |= word(at + 1u) << (32u - s); }
+        let r = row_at(first, k.cols);
+        var v = word(r.at) >> r.s;
+        if (r.spills) { v |= word(r.at + 1u) << (32u - r.s); }
         for (var j = 0u; j < k.cols; j++) {
             output[first + j] = k.mean + dequant_asym((v >> (BITS * j)) & 3u, BITS, mn, range);
         }

@@ -156,10 +156,12 @@ fn store_tile(t: u32, px: Tile) {
     store_row(base, y0 + 7u, x0, px.r7);
 }
 
+const ZERO_ROW: Row = Row(vec4<f32>(0.0), vec4<f32>(0.0));
+
 // What both decode kernels start a tile with: the class of the payload it decodes (its own or its
-// representative's), the header's e0, a reader past that payload's DC code, and the DC
-// coefficient (0 for a zero tile).
-struct Start { cls: u32, e0: i32, rd: Reader, dc: f32 }
+// representative's), the header's e0, a reader past that payload's DC code, the DC coefficient
+// (0 for a zero tile), and the tile's values unless it is full (zeros, or a DC-only tile's).
+struct Start { cls: u32, e0: i32, rd: Reader, dc: f32, px: Tile }
 
 fn start(t: u32) -> Start {
     let e0 = bitcast<i32>(region[H_E0]);
@@ -167,7 +169,9 @@ fn start(t: u32) -> Start {
     var rd = reader_at(tile_offset(sc.x));
     var dc = 0.0;
     if (sc.y != 0u) { dc = dc_read(&rd, sc.x / p.tiles_per_plane, e0); }
-    return Start(sc.y, e0, rd, dc);
+    var px = Tile(ZERO_ROW, ZERO_ROW, ZERO_ROW, ZERO_ROW, ZERO_ROW, ZERO_ROW, ZERO_ROW, ZERO_ROW);
+    if (sc.y == 1u) { px = flat_tile(dc); }
+    return Start(sc.y, e0, rd, dc, px);
 }
 
 // unpack_tiles with loops instead of its unrolled zig-zag (the same values), for a page that
@@ -179,11 +183,8 @@ fn unpack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workg
     if (t >= p.tiles) { return; }
     let h = start(t);
     var rd = h.rd;
-    let zero = Row(vec4<f32>(0.0), vec4<f32>(0.0));
-    var px = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
-    if (h.cls == 1u) {
-        px = flat_tile(h.dc);
-    } else if (h.cls == 2u) {
+    var px = h.px;
+    if (h.cls == 2u) {
         var coef: array<f32, 64>;
         coef[0] = h.dc;
         for (var b = 1u; b < p.nbands; b++) {
@@ -216,12 +217,10 @@ fn unpack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
     if (t >= p.tiles) { return; }
     let h = start(t);
     var rd = h.rd;
-    let zero = Row(vec4<f32>(0.0), vec4<f32>(0.0));
-    var c = Tile(Row(vec4<f32>(h.dc, 0.0, 0.0, 0.0), vec4<f32>(0.0)), zero, zero, zero, zero, zero, zero, zero);
-    var px = Tile(zero, zero, zero, zero, zero, zero, zero, zero);
-    if (h.cls == 1u) {
-        px = flat_tile(h.dc);
-    } else if (h.cls == 2u) {
+    var px = h.px;
+    if (h.cls == 2u) {
+        let z = ZERO_ROW;
+        var c = Tile(Row(vec4<f32>(h.dc, 0.0, 0.0, 0.0), vec4<f32>(0.0)), z, z, z, z, z, z, z);
         var d = Bands(h.e0, array<u32, 8>(), array<f32, 8>());
         for (var b = 1u; b < 8u; b++) { d.bits[b] = select(0u, band_bits(b), b < p.nbands); }
         c.r0.a.y = coef(&rd, &d, 1u);

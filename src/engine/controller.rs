@@ -150,7 +150,7 @@ impl Controller {
         let (adaptive, auto, weight_follows_budget) = match policy {
             None | Some(Policy::Lossless) => return Ok(None),
             Some(Policy::Fdsr(c @ FdsrConfig { bits: BitChoice::Budget(_), .. })) => {
-                (true, c.auto, c.grad_aware && c.grad_weight.is_none())
+                (true, c.auto, c.weight_follows_budget())
             }
             Some(_) => (false, false, false),
         };

@@ -159,12 +159,19 @@ impl FdsrConfig {
     /// [`Self::grad_weight`] or [`coherent_weight_at`] the budget for gradient-aware allocation,
     /// else 1 (reconstruction error).
     pub fn coherent_weight(&self) -> f32 {
-        match (self.grad_aware, self.grad_weight, &self.bits) {
-            (false, _, _) => 1.0,
-            (true, Some(w), _) => w,
-            (true, None, BitChoice::Budget(b)) => coherent_weight_at(*b),
-            (true, None, BitChoice::Fixed(_)) => coherent_weight_at(0.0),
+        if self.weight_follows_budget() {
+            return coherent_weight_at(match self.bits {
+                BitChoice::Budget(b) => b,
+                BitChoice::Fixed(_) => 0.0,
+            });
         }
+        self.grad_weight.filter(|_| self.grad_aware).unwrap_or(1.0)
+    }
+
+    /// Whether [`Self::coherent_weight`] follows the budget ([`coherent_weight_at`]): `,grad`
+    /// without a weight of its own.
+    pub fn weight_follows_budget(&self) -> bool {
+        self.grad_aware && self.grad_weight.is_none()
     }
 
     /// Checks band edges, bit-widths and budget.
