@@ -6,7 +6,7 @@
 use super::layout::FdsrLayout;
 use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
 use crate::codec::reuse_gpu::{self, ReuseInputs, ReuseParams};
-use crate::codec::scan::{record_scan, Keep};
+use crate::codec::scan::record_scan;
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, dispatch_indirect, dispatch_with, grid, uniform, Bindable};
 use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
@@ -31,7 +31,6 @@ fn record_offsets(
     (shader, binds): (&'static str, &[&dyn Bindable]),
     g: &SegmentGeom,
     work: &wgpu::Buffer,
-    keep: &mut Keep,
 ) -> Result<()> {
     let blocks = g.tiles().div_ceil(256);
     dispatch(ctx, enc, shader, "scan_tiles", binds, blocks.div_ceil(64))?;
@@ -40,7 +39,7 @@ fn record_offsets(
         offset: u64::from(g.sums_at()) * 4,
         size: std::num::NonZeroU64::new(u64::from(blocks) * 4),
     };
-    record_scan(ctx, enc, &sums, blocks, keep)
+    record_scan(ctx, enc, &sums, blocks)
 }
 
 /// The region of a segment under `cfg` (the budget per value of this tensor, or fixed bits).
@@ -216,8 +215,7 @@ impl Job<'_> {
         let binds: [&dyn Bindable; 8] = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, region, state];
         let meta_words = (l.pay_off - l.cls_off) + (l.cls_off - l.dc_off);
         dispatch(ctx, enc, "fdsr_encode", "pack_meta", &binds, (meta_words as u32).div_ceil(WG))?;
-        let mut keep: Keep = Vec::new();
-        record_offsets(ctx, enc, ("fdsr_encode", &binds), g, &a.work, &mut keep)?;
+        record_offsets(ctx, enc, ("fdsr_encode", &binds), g, &a.work)?;
         let edges = edge_constants(&self.cfg.band_edges);
         if ctx.compact_shaders() {
             let (x, y) = grid(tiles.div_ceil(WG));
@@ -304,8 +302,7 @@ pub fn record_decode(
     let p = uniform(ctx, "fdsr decode", &p);
     let work = scratch(ctx, g.offsets_bytes());
     let binds: [&dyn Bindable; 5] = [tables, &p, region, &work, out];
-    let mut keep: Keep = Vec::new();
-    record_offsets(ctx, enc, ("fdsr_decode", &binds), g, &work, &mut keep)?;
+    record_offsets(ctx, enc, ("fdsr_decode", &binds), g, &work)?;
     let entry = if ctx.compact_shaders() { "unpack_tiles_compact" } else { "unpack_tiles" };
     let (x, y) = grid(tiles.div_ceil(WG));
     dispatch_with(ctx, enc, ("fdsr_decode", entry, &edge_constants(edges)), &binds, [x, y, 1])
