@@ -62,7 +62,7 @@ pub struct Analysis {
     /// Per analysis workgroup: [`STATS`] statistics.
     pub partials: PooledBuffer,
     /// The grids of the pack's launches without and with f16 bands ([`pack_args`]), written by
-    /// the allocation on the device or by [`Job::set_pack_args`] from the host.
+    /// the allocation on the device, or by the host on the file path.
     pub pack_args: PooledBuffer,
 }
 
@@ -150,7 +150,7 @@ impl Job<'_> {
             pay_off: self.layout.pay_off as u32,
             reuse: u32::from(cfg.reuse.is_some()),
             sums_at: g.sums_at(),
-            pack_x: grid(g.tiles().div_ceil(WG)).0,
+            pack_x: g.tile_grid_x(),
             edges: edges12(&cfg.band_edges),
             inv_l2: alloc_rule::inv_l2_table(),
             fixed,

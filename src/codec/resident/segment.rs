@@ -53,6 +53,11 @@ impl SegmentGeom {
         self.tiles().next_multiple_of(64)
     }
 
+    /// Workgroups per row of the grid of a pass with one invocation per tile (the pack's).
+    pub(super) fn tile_grid_x(&self) -> u32 {
+        grid(self.groups()).0
+    }
+
     /// Bytes of the tile-offset buffer: a word per tile, then per block of 256 tiles.
     pub(super) fn offsets_bytes(&self) -> u64 {
         u64::from(self.sums_at() + self.tiles().div_ceil(256)) * 4
@@ -92,8 +97,8 @@ pub(super) fn edge_constants(edges: &[u8]) -> [(&'static str, f64); 7] {
 /// `f16` (some AC band at 16 bits) asks for covers the segment, the other is empty. The
 /// allocation kernel writes the same words on the device.
 pub fn pack_args(g: &SegmentGeom, f16: bool) -> [u32; 6] {
-    let x = grid(g.tiles().div_ceil(WG)).0;
-    let rows = g.tiles().div_ceil(WG).div_ceil(x);
+    let x = g.tile_grid_x();
+    let rows = g.groups().div_ceil(x);
     let mut a = [0, 1, 1, 0, 1, 1];
     let on = if f16 { 3 } else { 0 };
     (a[on], a[on + 1]) = (x, rows);
