@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README "Tests"): provisions what it needs (scripts/provision.sh:
 # Debian packages when run as root, Rust components and targets, wasm-bindgen-cli, npm packages),
-# then format, lints on native and wasm32, type checks for Windows (DX12) and macOS (Metal), all
+# then format, lints on native and wasm32, the API docs, type checks for Windows (DX12) and macOS (Metal), all
 # tests, the native visualizer under Xvfb and the browser tests. CI runs it through .ci/run.
 #
 # GPU tests skip with a message when no adapter is found, unless REQUIRE_GPU=1 (CI sets it) turns
@@ -32,6 +32,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 section "cargo clippy (wasm32-unknown-unknown, library, warnings denied)"
 cargo clippy --target wasm32-unknown-unknown -p fdsr -p fdsr-web -p fdsr-demo --lib -- -D warnings
+
+section "cargo doc (the library's API docs, broken links denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p fdsr
 
 section "cargo check (the library for Windows/DX12 and macOS/Metal)"
 cargo check -p fdsr --lib --target x86_64-pc-windows-msvc

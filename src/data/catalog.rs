@@ -92,7 +92,7 @@ mod native {
     use super::DatasetName;
     use crate::error::Result;
 
-    /// The folder of every data set of this user (see the [module docs](super)).
+    /// The folder of every data set of this user (see the module docs of `data::catalog`).
     pub fn data_home() -> PathBuf {
         data_home_from(|key| std::env::var_os(key))
     }

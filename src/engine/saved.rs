@@ -13,7 +13,7 @@
 //! statistics) is read when asked for ([`SavedActivations::take_stats`],
 //! [`SavedActivations::read_records`]).
 //!
-//! A mask-aware `fdsr` policy (`,mask`) keeps the exact zero mask of ReLU outputs ([`Sign`]):
+//! A mask-aware `fdsr` policy (`,mask`) keeps the exact zero mask of ReLU outputs ([`crate::engine::tensor::Sign`]):
 //! the ReLU's own mask (counted once, by the ReLU); `,mask=zeros` and `,mask=clamp` also compute
 //! one for other tensors known to be ≥ 0 (counted with the tensor, one bit per value of its
 //! budget). Restoring re-applies it, unbiased (`,mask=clamp` also clamps at 0). Per-layer budgets

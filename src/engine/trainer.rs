@@ -200,7 +200,7 @@ impl Trainer {
     /// per top-level layer records its forward, each saved tensor's encoding right after the op
     /// that saved it, into one submit; loss; per layer in reverse, the decoding of what it saved and its backward in one
     /// submit; the update. Nothing is read back and the host never waits. On the controller's
-    /// probe steps a probe runs first ([`Self::probe`]).
+    /// probe steps a probe runs first (`Trainer::probe`).
     pub async fn step(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8], lr: f32) -> Result<()> {
         let n = labels.len();
         let plan = self.step_quant(ctx, images, n).await?;

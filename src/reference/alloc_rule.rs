@@ -126,7 +126,7 @@ pub struct Limits<'a> {
     pub edges: &'a [u8],
     /// Payload bits the region holds.
     pub limit_bits: u32,
-    /// [`weight`].
+    /// Weight of the DC band's and dropped bands' errors (`FdsrConfig::coherent_weight`).
     pub weight: f32,
 }
 

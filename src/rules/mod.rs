@@ -1,5 +1,5 @@
 //! The stored format's data and pure rules, below both the codec that implements them and the
-//! reference that judges it: policies and options ([`config`]), the stored bodies ([`format`]),
+//! reference that judges it: policies and options ([`config`]), the stored bodies ([`mod@format`]),
 //! their exact sizes ([`sizes`]) and the bit allocation under a budget ([`alloc`]). Nothing here
 //! touches a device, and nothing here imports the codec or the reference.
 

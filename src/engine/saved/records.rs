@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::gpu::kernel::submit;
 use crate::gpu::{read_words, Category, GpuContext, PooledBuffer, STORAGE_USAGE};
 
-/// One saved tensor's record, completed from the device by [`read`].
+/// One saved tensor's record, completed from the device by `records::read`.
 pub struct PendingRecord {
     record: TensorRecord,
     /// Per `fdsr` segment: its layout and statistics buffer.
