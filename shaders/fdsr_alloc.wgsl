@@ -25,7 +25,8 @@ struct AllocParams {
 @group(0) @binding(5) var<storage, read> work: array<u32>;
 // Window totals of the store: used bytes (low, high word), reuse hits, reuse-eligible tiles.
 @group(0) @binding(6) var<storage, read_write> acc: array<atomic<u32>>;
-// The grids of the pack's two launches, without and with f16 bands (src/codec/resident/fdsr.rs).
+// The grids of the pack's two launches, pack_tiles and, where an AC band is at 16 bits,
+// pack_tiles_compact (src/codec/resident/segment.rs, pack_args).
 @group(0) @binding(7) var<storage, read_write> pack_args: array<u32>;
 
 const WG: u32 = 256u;

@@ -148,24 +148,17 @@ fn flush(wr: ptr<function, Writer>) {
     if (s + n > 32u) { atomicOr(&region[p.pay_off + (*wr).word + 1u], (*wr).lo >> (32u - s)); }
 }
 
-// Whether an AC band may be at 16 bits (f16 codes). The launch without (src/codec/resident/fdsr.rs
-// picks it on the device) leaves out their conversion, which a CPU rasterizer otherwise runs for
-// every coefficient.
-override F16: bool = true;
-
 // The pack of one full tile's AC coefficients: the tile's RNG key, and per band its
 // bits, scale code and inverse scale.
 struct Pack { key: u32, stochastic: bool, bits: array<u32, 8>, code: array<u32, 8>, inv: array<f32, 8> }
 
 // Puts coefficient z (value v) of a full tile, after its band's scale code where z opens the
-// band (at most 32 bits over two calls: drain after every second).
+// band (at most 32 bits over two calls: drain after every second). No AC band is at 16 bits here.
 fn emit(wr: ptr<function, Writer>, s: ptr<function, Pack>, z: u32, v: f32) {
     let b = band_of(z);
     let bits = (*s).bits[b];
-    let f16 = F16 && bits == 16u;
-    if (z == band_start(b)) { put(wr, (*s).code[b], select(8u, 0u, bits == 0u || f16)); }
-    let q = quantize_sym(v, (*s).inv[b], bits, hash32((*s).key ^ z) >> 8u, (*s).stochastic);
-    put(wr, select(q, f16_bits(v), f16), bits);
+    if (z == band_start(b)) { put(wr, (*s).code[b], select(8u, 0u, bits == 0u)); }
+    put(wr, quantize_sym(v, (*s).inv[b], bits, hash32((*s).key ^ z) >> 8u, (*s).stochastic), bits);
 }
 
 // A tile's pack up to its AC coefficients, shared by both packers: a reference's 32 bits, else
@@ -321,9 +314,11 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     flush(&wr);
 }
 
-// pack_tiles with loops instead of its unrolled zig-zag (the same bytes): about a tenth of the
-// pipeline's build time on a software adapter and ten times its run time on lavapipe, for a page
-// that builds its pipelines before its first training step (ContextOptions::compact_shaders).
+// pack_tiles with loops instead of its unrolled zig-zag (the same bytes), and every AC band may be
+// at 16 bits (f16 codes): about a tenth of the pipeline's build time on a software adapter and ten
+// times its run time on lavapipe. For a page that builds its pipelines before its first training
+// step (ContextOptions::compact_shaders), and elsewhere where the bits hold an f16 band: leaving
+// the f16 conversion out of pack_tiles spares a CPU rasterizer running it for every coefficient.
 @compute @workgroup_size(64)
 fn pack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                       @builtin(local_invocation_index) lid: u32) {

@@ -61,8 +61,8 @@ pub struct Analysis {
     pub dcmax: PooledBuffer,
     /// Per analysis workgroup: [`STATS`] statistics.
     pub partials: PooledBuffer,
-    /// The grids of the pack's launches without and with f16 bands ([`pack_args`]), written by
-    /// the allocation on the device, or by the host on the file path.
+    /// The grids of the pack's two launches ([`pack_args`]), written by the allocation on the
+    /// device, or by the host on the file path.
     pub pack_args: PooledBuffer,
 }
 
@@ -222,9 +222,8 @@ impl Job<'_> {
             dispatch_with(ctx, enc, ("fdsr_encode", "pack_tiles_compact", &edges), &binds, [x, y, 1])?;
         } else {
             // Both launches are recorded; the device gave the grid to the one its bits need.
-            for (f16, offset) in [(0.0, 0), (1.0, 12)] {
-                let c: Vec<(&str, f64)> = edges.iter().copied().chain([("F16", f16)]).collect();
-                dispatch_indirect(ctx, enc, ("fdsr_encode", "pack_tiles", &c), &binds, (&a.pack_args, offset))?;
+            for (entry, offset) in [("pack_tiles", 0), ("pack_tiles_compact", 12)] {
+                dispatch_indirect(ctx, enc, ("fdsr_encode", entry, &edges), &binds, (&a.pack_args, offset))?;
             }
         }
         Ok(reuse)

@@ -93,9 +93,9 @@ pub(super) fn edge_constants(edges: &[u8]) -> [(&'static str, f64); 7] {
     std::array::from_fn(|i| (NAMES[i], f64::from(edges.get(i + 2).copied().unwrap_or(64))))
 }
 
-/// The two indirect grids of the pack: `pack_tiles` without f16 AC bands, then with; the one that
-/// `f16` (some AC band at 16 bits) asks for covers the segment, the other is empty. The
-/// allocation kernel writes the same words on the device.
+/// The two indirect grids of the pack: `pack_tiles` (no AC band at 16 bits), then
+/// `pack_tiles_compact` (any bits); the one that `f16` (some AC band at 16 bits) asks for covers
+/// the segment, the other is empty. The allocation kernel writes the same words on the device.
 pub fn pack_args(g: &SegmentGeom, f16: bool) -> [u32; 6] {
     let x = g.tile_grid_x();
     let rows = g.groups().div_ceil(x);
