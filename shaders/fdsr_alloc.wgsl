@@ -201,8 +201,9 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
         if (j > 0u && b > 0u) { ac += select(8u, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b; }
         f16 = f16 || (j > 0u && b == 16u);
     }
-    // The pack launch the bits need gets the grid (pack_x wide), the other none.
-    let rows = ((p.tiles + 63u) / 64u + p.pack_x - 1u) / p.pack_x;
+    // The pack launch the bits need gets the grid (one invocation per tile as in the analysis, in
+    // rows pack_x wide), the other none.
+    let rows = (p.groups + p.pack_x - 1u) / p.pack_x;
     for (var k = 0u; k < 6u; k++) { pack_args[k] = select(1u, 0u, k % 3u == 0u); }
     let on = select(0u, 3u, f16);
     pack_args[on] = p.pack_x;
