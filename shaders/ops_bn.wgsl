@@ -20,6 +20,8 @@
 //   bn_stats_finish             -   part   -      -      gamma  stats  rmean   rvar
 //   bn_eval_stats               -   rmean  rvar   -      gamma  stats  -       -
 //   bn_apply                    x   -      beta   stats  -      y      mask    -
+//   bn_apply, re-apply          x   -      mask   stats  beta   y      -       -
+//   bn_apply, IN_PLACE re-apply -   -      mask   stats  beta   x→y    -       -
 //   bn_backward_partial         x   dy     mask   stats  -      part   -       -
 //   bn_backward_dx              x   dy     mask   stats  part   dx     dgamma  dbeta
 //   bn_backward_dx, IN_PLACE    x   -      mask   stats  part   dy→dx  dgamma  dbeta
@@ -59,8 +61,9 @@ fn chunk_range(j: u32) -> vec2<u32> {
     return vec2<u32>(b, min(p.m, b + p.chunk));
 }
 
-// Set for the dx pass that overwrites dy (in dst0) with dx: each value is read before it is
-// written, by the invocation that writes it.
+// Set for the dx pass that overwrites dy (in dst0) with dx, and for a re-apply that overwrites
+// its input (in dst0) with y: each value is read before it is written, by the invocation that
+// writes it.
 override IN_PLACE: bool = false;
 
 // The gradient at value i: dy where the ReLU mask (src1) is set, when the ReLU is fused.
@@ -136,26 +139,37 @@ fn bn_eval_stats(ids: Ids) {
     dst0[2u * p.c + c] = src3[c];
 }
 
-// y = gamma (x - mean) invstd + beta; with the fused ReLU y = max(y, 0) and its mask words (bit i
-// of word j set when value 32j + i > 0, as relu_forward keeps it), gathered in workgroup memory.
+// y = gamma (x - mean) invstd + beta. relu = 1: the fused ReLU, y = max(y, 0), and its mask words
+// (bit i of word j set when value 32j + i > 0, as relu_forward keeps it), gathered in workgroup
+// memory. relu = 2: a saved ReLU mask re-applied (y where its bit is set, else exactly 0: the
+// forward's output again from its saved input, bit for bit when that input is exact); relu = 3:
+// the same with the kept values clamped at 0.
 @compute @workgroup_size(256)
 fn bn_apply(ids: Ids) {
     let i = flat(ids);
-    if (p.relu != 0u) {
+    let writes_mask = p.relu == 1u;
+    if (writes_mask) {
         if (ids.lid < 8u) { atomicStore(&words[ids.lid], 0u); }
         workgroupBarrier();
     }
     if (i < p.total) {
         let c = (i / p.hw) % p.c;
-        var y = src2[2u * p.c + c] * ((x[i] - src2[c]) * src2[p.c + c]) + bitcast<f32>(src1[c]);
-        if (p.relu != 0u) {
+        var v: f32;
+        var beta: f32;
+        if (IN_PLACE) { v = dst0[i]; } else { v = x[i]; }
+        if (p.relu < 2u) { beta = bitcast<f32>(src1[c]); } else { beta = src3[c]; }
+        var y = src2[2u * p.c + c] * ((v - src2[c]) * src2[p.c + c]) + beta;
+        if (writes_mask) {
             let pos = y > 0.0;
             y = select(0.0, y, pos);
             if (pos) { atomicOr(&words[ids.lid / 32u], 1u << (ids.lid % 32u)); }
+        } else if (p.relu >= 2u) {
+            if (p.relu == 3u) { y = max(y, 0.0); }
+            y = select(0.0, y, ((src1[i >> 5u] >> (i & 31u)) & 1u) == 1u);
         }
         dst0[i] = y;
     }
-    if (p.relu != 0u) {
+    if (writes_mask) {
         workgroupBarrier();
         let word = (i - ids.lid) / 32u + ids.lid;
         if (ids.lid < 8u && word * 32u < p.total) { dst1[word] = atomicLoad(&words[ids.lid]); }

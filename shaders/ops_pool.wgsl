@@ -1,7 +1,7 @@
 // Pooling of the engine. Max-pool 2x2 stride 2 keeps the argmax of each window as 2 bits per
 // output (16 per word; 0 = top-left, 1 = top-right, 2 = bottom-left, 3 = bottom-right; the first
 // maximum wins), one invocation per index word; its backward gathers (each input element reads
-// its window's index). Global average pool: one invocation per plane, summing in order.
+// its window's index), and so does the forward's output recomputed from its input and indices. Global average pool: one invocation per plane, summing in order.
 
 struct PoolParams { planes: u32, h: u32, w: u32, outputs: u32, words: u32, total: u32, _a: u32, _b: u32 }
 
@@ -41,6 +41,20 @@ fn maxpool_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
         word |= k << (2u * (o - base));
     }
     out_idx[j] = word;
+}
+
+// inp = the forward's input (or a stand-in for it), idx = its index words; out = the values at
+// the forward's argmax of each window: the forward's output again, bit for bit, from its input.
+@compute @workgroup_size(256)
+fn maxpool_gather(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+    let o = linear_id(wg, nwg, lid);
+    if (o >= p.outputs) { return; }
+    let ow = p.w / 2u;
+    let r = o % ((p.h / 2u) * ow);
+    let i0 = (o / ((p.h / 2u) * ow)) * p.h * p.w + (r / ow) * 2u * p.w + (r % ow) * 2u;
+    let k = (idx[o >> 4u] >> ((o & 15u) * 2u)) & 3u;
+    out[o] = inp[i0 + (k >> 1u) * p.w + (k & 1u)];
 }
 
 // inp = dy of the outputs, idx = the forward's index words; out = dx of the inputs.

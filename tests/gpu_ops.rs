@@ -86,6 +86,9 @@ fn pools_match_reference_with_ties() {
         let mut e = enc(&ctx);
         let (y, idx) = ops::maxpool2_forward(&ctx, &mut e, &xt).unwrap();
         let dx = ops::maxpool2_backward(&ctx, &mut e, &dyt, &idx, &s).unwrap();
+        let again = ops::maxpool2_gather(&ctx, &mut e, &xt, &idx).unwrap();
+        let other: Vec<f32> = rand(n, 40 + k as u64);
+        let gathered = ops::maxpool2_gather(&ctx, &mut e, &up(&ctx, &other, &s), &idx).unwrap();
         let a = ops::avgpool_forward(&ctx, &mut e, &xt).unwrap();
         let da = ops::avgpool_backward(&ctx, &mut e, &dyat, &s).unwrap();
         ctx.queue.submit([e.finish()]);
@@ -93,6 +96,8 @@ fn pools_match_reference_with_ties() {
         assert_eq!(read_words(&ctx, &idx.words), rw, "pool indices {s:?}");
         assert_eq!(read(&ctx, &y), ry, "max-pool {s:?}");
         assert_eq!(read(&ctx, &dx), r::maxpool2_backward(&dy, &rw, s), "max-pool backward {s:?}");
+        assert_eq!(read_words(&ctx, &again), read_words(&ctx, &y), "max-pool gathered from its input {s:?}");
+        assert_eq!(read(&ctx, &gathered), r::maxpool2_gather(&other, &rw, s), "max-pool gather {s:?}");
         close(&read(&ctx, &a), &r::avgpool_forward(&x, s), TOL, "avg pool");
         close(&read(&ctx, &da), &r::avgpool_backward(&dya, s), TOL, "avg pool backward");
     }
@@ -177,6 +182,7 @@ fn batchnorm_case(ctx: &GpuContext, s: [usize; 4], seed: u64, relu: bool, what: 
             let (got, want) = ((words[i / 32] >> (i % 32)) & 1, (rw[i / 32] >> (i % 32)) & 1);
             assert!(got == want || v.abs() < 1e-4, "{what}: mask bit {i} ({v})");
         }
+        reapply_case(ctx, (&x, &xt, &gy), (&saved, &ts[1]), &mask, (&rmean, &rinv, &bn), what);
         ry = r::relu_forward(&ry).0;
         rye = r::relu_forward(&rye).0;
         rdy = r::relu_backward(&dy, &words);
@@ -190,6 +196,47 @@ fn batchnorm_case(ctx: &GpuContext, s: [usize; 4], seed: u64, relu: bool, what: 
     assert_eq!(read_words(ctx, &dx_in_place), read_words(ctx, &dx), "{what}: dx in place, bit for bit");
     close(&read(ctx, &dg), &rdg, BN_TOL, &format!("{what} dgamma"));
     close(&read(ctx, &db), &rdb, BN_TOL, &format!("{what} dbeta"));
+}
+
+/// The forward's output again from its input `x` (its GPU copy `xt`, output `y`), exact then
+/// perturbed (as a decoded input would be), shared and in place, with and without the clamp.
+fn reapply_case(
+    ctx: &GpuContext,
+    (x, xt, y): (&[f32], &Tensor, &[f32]),
+    (saved, beta): (&ops::BnSaved, &Tensor),
+    mask: &ops::BitMask,
+    (mean, invstd, bn): (&[f32], &[f32], &rt::BnRef),
+    what: &str,
+) {
+    let s = xt.shape().to_vec();
+    let noisy: Vec<f32> = x.iter().zip(rand(x.len(), 7)).map(|(a, n)| a + 0.3 * n).collect();
+    let mut e = enc(ctx);
+    let shared = ops::batchnorm_reapply(ctx, &mut e, xt.clone(), (saved, beta), mask, false).unwrap();
+    let own = up(ctx, x, &s);
+    let own_id = own.id();
+    let in_place = ops::batchnorm_reapply(ctx, &mut e, own, (saved, beta), mask, false).unwrap();
+    assert!(shared.id() != xt.id() && in_place.id() == own_id, "{what}: re-apply in place only when unshared");
+    let lossy: Vec<Tensor> = [false, true]
+        .map(|clamp| ops::batchnorm_reapply(ctx, &mut e, up(ctx, &noisy, &s), (saved, beta), mask, clamp).unwrap())
+        .into();
+    ctx.queue.submit([e.finish()]);
+    let bits: Vec<u32> = y.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(read_words(ctx, &shared), bits, "{what}: re-applied from the exact input, bit for bit");
+    assert_eq!(read_words(ctx, &in_place), bits, "{what}: re-applied in place, bit for bit");
+    let words = read_words(ctx, &mask.words);
+    let hw = s[2] * s[3];
+    let affine: Vec<f32> = noisy
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let c = (i / hw) % s[1];
+            bn.gamma[c] * ((v - mean[c]) * invstd[c]) + bn.beta[c]
+        })
+        .collect();
+    let clamped: Vec<f32> = affine.iter().map(|v| v.max(0.0)).collect();
+    for (t, want, label) in [(&lossy[0], &affine, "unbiased"), (&lossy[1], &clamped, "clamped")] {
+        close(&read(ctx, t), &r::relu_backward(want, &words), BN_TOL, &format!("{what} re-apply {label}"));
+    }
 }
 
 #[test]

@@ -50,7 +50,8 @@ fn pool_backwards_match_finite_differences() {
     let n: usize = s.iter().product();
     let x = rand(n, 3); // distinct values: no ties within eps
     let rw = rand(n / 4, 4);
-    let (_, words) = r::maxpool2_forward(&x, s);
+    let (y, words) = r::maxpool2_forward(&x, s);
+    assert_eq!(r::maxpool2_gather(&x, &words, s), y, "the gather at the argmax is the forward");
     let dx = r::maxpool2_backward(&rw, &words, s);
     check(&x, &dx, 1e-3, 1e-3, 1, |x| dot(&r::maxpool2_forward(x, s).0, &rw), "max-pool dx");
     let ra = rand(s[0] * s[1], 5);

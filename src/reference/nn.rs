@@ -47,6 +47,19 @@ pub fn maxpool2_forward(x: &[f32], [n, c, h, w]: [usize; 4]) -> (Vec<f32>, Vec<u
     (y, words)
 }
 
+/// The values of `x` at the argmax `words` of a [`maxpool2_forward`] (of `x` or of another input
+/// of the same shape).
+pub fn maxpool2_gather(x: &[f32], words: &[u32], [n, c, h, w]: [usize; 4]) -> Vec<f32> {
+    let (oh, ow) = (h / 2, w / 2);
+    (0..n * c * oh * ow)
+        .map(|o| {
+            let (plane, oy, ox) = (o / (oh * ow), o % (oh * ow) / ow, o % ow);
+            let k = (words[o / 16] >> (2 * (o % 16))) & 3;
+            x[plane * h * w + (2 * oy + k as usize / 2) * w + 2 * ox + k as usize % 2]
+        })
+        .collect()
+}
+
 /// Input gradient of [`maxpool2_forward`] for output gradient `dy`.
 pub fn maxpool2_backward(dy: &[f32], words: &[u32], [n, c, h, w]: [usize; 4]) -> Vec<f32> {
     let (oh, ow) = (h / 2, w / 2);

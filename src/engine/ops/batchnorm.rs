@@ -44,7 +44,7 @@ pub struct BnGpuParams {
     pub eps: f32,
     /// `m / (m − 1)`: biased to unbiased variance.
     pub unbias: f32,
-    /// 1 when a ReLU is fused.
+    /// 1 when a ReLU is fused (`bn_apply`: 2 re-applies a saved ReLU mask, 3 also clamps at 0).
     pub relu: u32,
     /// Values per chunk of a channel.
     pub chunk: u32,
@@ -216,6 +216,39 @@ pub fn batchnorm_train_forward(
     }
     let (y, mask) = apply(ctx, enc, (x, bn, &s), &p, Category::SavedActivations)?;
     Ok((y, s, mask))
+}
+
+/// The output of a training forward with the fused ReLU, again, from its input `x` (exact or
+/// decoded), what that forward saved, its `beta` and its ReLU `mask`: `gamma·(x − mean)·invstd +
+/// beta` where the mask is set, else exactly 0 (`clamp`: the kept values also clamped at 0).
+/// From an exact `x` it is the forward's output bit for bit. Written over `x` when no other
+/// tensor shares its buffer.
+pub fn batchnorm_reapply(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    x: Tensor,
+    (saved, beta): (&BnSaved, &Tensor),
+    mask: &BitMask,
+    clamp: bool,
+) -> Result<Tensor> {
+    let mut p = geometry(ctx, &x, "batch norm re-apply")?;
+    let c = p.c as usize;
+    expect_shape(beta, &[c], "batch norm re-apply beta")?;
+    expect_shape(&saved.stats, &[3, c], "batch norm re-apply saved statistics")?;
+    if mask.len != x.numel() || mask.words.numel() != mask.len.div_ceil(32) {
+        return Err(FdsrError::InvalidTensor(format!(
+            "batch norm re-apply of {:?} with a ReLU mask of {} values",
+            x.shape(),
+            mask.len
+        )));
+    }
+    p.relu = if clamp { 3 } else { 2 };
+    let in_place = x.is_unique();
+    let y = if in_place { x.clone() } else { Tensor::uninit(ctx, x.shape(), Category::Workspace) };
+    let reads = [(!in_place).then_some(&x), None, Some(&mask.words), Some(&saved.stats), Some(beta)];
+    let constants = [("IN_PLACE", if in_place { 1.0 } else { 0.0 })];
+    record_with(ctx, enc, ("bn_apply", &constants), &p, reads, [Some(&y), None, None], elementwise(&p))?;
+    Ok(y)
 }
 
 /// Eval forward of `x [N, C, H, W]` with the running statistics (left unchanged), then ReLU

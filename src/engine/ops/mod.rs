@@ -17,13 +17,15 @@ pub mod loss;
 pub mod optim;
 pub mod pool;
 
-pub use batchnorm::{batchnorm_backward, batchnorm_eval_forward, batchnorm_train_forward, BnParams, BnSaved};
+pub use batchnorm::{
+    batchnorm_backward, batchnorm_eval_forward, batchnorm_reapply, batchnorm_train_forward, BnParams, BnSaved,
+};
 pub use elementwise::{add, add_into, add_relu, mask_clamp, positive_mask, relu_backward, relu_forward, BitMask};
 pub use fakequant::{fake_quant, min_max, quantize, Bits};
 pub use gate::{gate_backward, gate_forward, GateState};
 pub use loss::{accumulate_metrics, cross_entropy_backward, cross_entropy_forward, upload_labels, Labels, LossOut};
 pub use optim::{adamw_step, sgd_step, AdamParams, SgdParams};
-pub use pool::{avgpool_backward, avgpool_forward, maxpool2_backward, maxpool2_forward, PoolIndex};
+pub use pool::{avgpool_backward, avgpool_forward, maxpool2_backward, maxpool2_forward, maxpool2_gather, PoolIndex};
 
 use super::tensor::Tensor;
 use crate::error::{FdsrError, Result};

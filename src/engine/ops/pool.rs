@@ -1,5 +1,6 @@
-//! Drivers of `shaders/ops_pool.wgsl`: max-pool 2×2 stride 2 (argmax saved as 2 bits per output)
-//! and global average pool `[N, C, H, W] → [N, C]`, forward and backward.
+//! Drivers of `shaders/ops_pool.wgsl`: max-pool 2×2 stride 2 (argmax saved as 2 bits per output;
+//! the output recomputed from its input and the argmax) and global average pool
+//! `[N, C, H, W] → [N, C]`, forward and backward.
 
 use super::{dummy, groups, WG};
 use crate::engine::tensor::Tensor;
@@ -82,6 +83,33 @@ pub fn maxpool2_forward(ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, x: &Te
     let g = (p.words as usize).div_ceil(WG) as u32;
     dispatch(ctx, enc, "ops_pool", "maxpool_forward", &[&pb, &x, &x, &y, &words], g)?;
     Ok((y, PoolIndex { words, len: p.outputs as usize }))
+}
+
+/// The values of `x [N, C, H, W]` at the argmax of each window that `index` records: the output
+/// of [`maxpool2_forward`] again, bit for bit, when `x` is its input (from a recomputed input,
+/// its stand-in).
+pub fn maxpool2_gather(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    x: &Tensor,
+    index: &PoolIndex,
+) -> Result<Tensor> {
+    let s = rank4(x.shape(), "max-pool gather")?;
+    even(s, "max-pool gather")?;
+    let p = params(s, "max-pool gather")?;
+    if index.len != p.outputs as usize || index.words.numel() != p.words as usize {
+        return Err(FdsrError::InvalidTensor(format!(
+            "max-pool gather of {:?} needs {} indices, got {}",
+            x.shape(),
+            p.outputs,
+            index.len
+        )));
+    }
+    let y = Tensor::uninit(ctx, &[s[0], s[1], s[2] / 2, s[3] / 2], Category::Workspace);
+    let (pb, d) = (uniform(ctx, "maxpool_gather", &p), dummy(ctx));
+    let g = groups(p.outputs as usize, "max-pool gather")?;
+    dispatch(ctx, enc, "ops_pool", "maxpool_gather", &[&pb, x, &index.words, &y, &d], g)?;
+    Ok(y)
 }
 
 /// Input gradient of [`maxpool2_forward`]: `dy [N, C, H/2, W/2]` routed to each window's argmax.
