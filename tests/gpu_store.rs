@@ -111,6 +111,19 @@ fn a_budget_bounds_what_every_step_holds() {
         for r in compressed {
             assert!(r.stored_bytes <= r.reserved_bytes && r.stored_bytes > 0 && !r.bits.is_empty(), "{r:?}");
         }
+        // A conv input that is a batch norm's ReLU output, pooled or not, is recomputed from the
+        // batch norm's stored input: counted at fp32, nothing held.
+        let derived: Vec<_> = records.iter().filter(|r| r.form == "derived").collect();
+        let names: Vec<&str> = derived.iter().map(|r| r.name.as_str()).collect();
+        let want: &[&str] = match model {
+            ModelName::Cnn => &["layer2.conv.input", "layer3.conv.input", "layer4.conv.input", "layer5.conv.input"],
+            _ => &["layer2.conv.input"],
+        };
+        assert_eq!(names, want, "{model}: derived tensors");
+        assert!(
+            derived.iter().all(|r| r.fp32_bytes > 0 && r.stored_bytes == 0 && r.reserved_bytes == 0),
+            "{derived:?}"
+        );
     }
     // A budget the model cannot meet is refused, naming the largest ratio it can reach.
     let mut s = session(&ctx, ModelName::Tiny, 8, Some("fdsr:ratio=16"), None);

@@ -36,6 +36,7 @@ pub fn tensor_budgets(records: &[TensorRecord], budget: f64, max_binding: u64) -
             shape: r.shape.clone(),
             kind: if r.form == "packed" { Kind::Packed } else { Kind::Dense },
             alias: false,
+            derived: r.form == "derived",
         })
         .collect();
     // The shapes are the step's own (batch included): a plan at batch 1.

@@ -70,6 +70,7 @@ impl Layer for MaxPool2 {
             self.input_shape = x.shape().to_vec();
             self.index_len = index.len;
             p.save(self.id, 0, &format!("maxpool{}.index", self.id), &index.words, Kind::Packed)?;
+            p.saved.derivable_pooled(&x, &y, ((self.id, 0), index.len));
         }
         // The maximum of non-negative values is non-negative (its zero mask is another one).
         let sign = if matches!(x.sign(), Sign::Any) { Sign::Any } else { Sign::NonNegative };

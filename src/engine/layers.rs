@@ -8,7 +8,7 @@ use super::param::{Init, Param};
 pub use super::pass::Pass;
 use super::precision::{DfqPlan, QuantPlan};
 use super::quantized;
-use super::saved::Kind;
+use super::saved::{Derivation, Kind};
 use super::tensor::{Sign, Tensor};
 use crate::data::synthetic::SplitMix64;
 use crate::error::{FdsrError, Result};
@@ -293,11 +293,14 @@ impl Layer for BatchNorm2d {
         }
         let (y, stats, mask) = ops::batchnorm_train_forward(p.ctx, p.enc, &x, &bn, self.relu.is_some())?;
         p.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense)?;
-        self.stats = Some(stats);
+        self.stats = Some(stats.clone());
         match (&mut self.relu, mask) {
             (Some((id, len)), Some(mask)) => {
                 *len = mask.len;
                 p.save(*id, 0, &format!("relu{id}.mask"), &mask.words, Kind::Packed)?;
+                let beta = self.beta.value.clone();
+                let d = Derivation { source: (self.id, 0), saved: stats, beta, mask: ((*id, 0), mask.len), pool: None };
+                p.saved.derivable(&y, d);
                 Ok(y.with_sign(Sign::Masked(Box::new(mask.words))))
             }
             _ => Ok(y),

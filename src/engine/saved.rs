@@ -11,7 +11,9 @@
 //! activation, and no per-tensor metadata, crosses to the host: the bits are chosen on the
 //! device, and what only the device knows (bytes written, reuse counts, the allocation's
 //! statistics) is read when asked for ([`SavedActivations::take_stats`],
-//! [`SavedActivations::read_records`]).
+//! [`SavedActivations::read_records`]). A tensor the step can recompute from what it holds
+//! anyway — a batch norm's fused ReLU output, pooled or not ([`Derivation`]) — is not stored:
+//! its load recomputes it.
 //!
 //! A mask-aware `fdsr` policy (`,mask`) keeps the exact zero mask of ReLU outputs ([`crate::engine::tensor::Sign`]):
 //! the ReLU's own mask (counted once, by the ReLU); `,mask=zeros` and `,mask=clamp` also compute
@@ -21,17 +23,20 @@
 
 use std::collections::HashMap;
 
-use super::ops::{self, BitMask};
+use super::ops::BitMask;
 use super::tensor::Tensor;
 use crate::codec::config::{CodecOptions, Policy, Rounding};
-use crate::codec::resident::{record_decode, record_encode, Resident};
+use crate::codec::resident::{record_encode, Resident};
 use crate::error::{FdsrError, Result};
 use crate::gpu::{Category, GpuContext};
 
 mod budget;
+mod derive;
 pub mod plan;
 mod records;
 mod stats;
+pub use derive::Derivation;
+use derive::Recipe;
 pub use plan::{Plan, PlanItem};
 pub use records::PendingRecord;
 pub use stats::{SavedStats, TensorRecord};
@@ -85,6 +90,10 @@ pub struct SavedActivations {
     pending: Vec<Pending>,
     aliases: Vec<(Key, Key)>,
     stored: Vec<Stored>,
+    /// Tensors that can be recomputed ([`Self::derivable`]), not yet saved.
+    recipes: Vec<Recipe>,
+    /// Saved tensors kept as their recipe.
+    derived: Vec<(Key, Recipe)>,
     seq: u64,
     stats: SavedStats,
     /// The device's window totals (bytes used, reuse hits, reuse-eligible tiles), made on first use.
@@ -134,9 +143,11 @@ impl SavedActivations {
     /// Keeps `t` for the backward of `layer` in `slot` (replacing what was there); `name` says
     /// which layer and what (`conv2.input`) in the records.
     pub fn save(&mut self, layer: usize, slot: u8, name: &str, t: &Tensor, kind: Kind) {
+        let derived = kind == Kind::Dense && self.recipe(t).is_some();
         if let Some(rec) = &mut self.recording {
             let alias = rec.iter().any(|(_, s)| s.id() == t.id());
-            rec.push((PlanItem { name: name.to_string(), shape: t.shape().to_vec(), kind, alias }, t.clone()));
+            let item = PlanItem { name: name.to_string(), shape: t.shape().to_vec(), kind, alias, derived };
+            rec.push((item, t.clone()));
             return;
         }
         t.set_category(Category::SavedActivations);
@@ -145,6 +156,12 @@ impl SavedActivations {
         self.seq += 1;
         let form = match kind {
             Kind::Dense if self.compresses_shape(t.shape()) => {
+                if let Some(r) = self.take_recipe(t) {
+                    self.stats.fp32_bytes += bytes;
+                    self.records.push(PendingRecord::derived(name, layer, t.shape(), bytes));
+                    self.derived.push(((layer, slot), r));
+                    return;
+                }
                 // A tensor saved twice in one group (a residual block's input, by its first
                 // conv and its projection) is stored and counted once.
                 let pending = self.pending.iter().find(|p| p.tensor.id() == t.id()).map(|p| p.key);
@@ -226,26 +243,22 @@ impl SavedActivations {
     /// once and handed to both.
     pub fn load(&mut self, ctx: &GpuContext, enc: &mut wgpu::CommandEncoder, layer: usize, slot: u8) -> Result<Tensor> {
         let key = (layer, slot);
-        let t = match self.slots.remove(&key) {
-            Some(t) => t,
-            None => {
+        let derived = self.derived.iter().position(|d| d.0 == key);
+        let t = match (self.slots.remove(&key), derived) {
+            (Some(t), _) => t,
+            (None, Some(i)) => {
+                let (_, r) = self.derived.remove(i);
+                self.rederive(ctx, enc, &r.how)?
+            }
+            (None, None) => {
                 let orig = self.aliases.iter().find(|a| a.0 == key).map_or(key, |a| a.1);
                 let i = self.stored.iter().position(|s| s.key == orig).ok_or_else(|| {
                     FdsrError::InvalidConfig(format!(
                         "layer {layer} has nothing saved in slot {slot}: backward without forward, or loaded twice"
                     ))
                 })?;
-                let s = self.stored.remove(i);
-                let mut t = Tensor::uninit(ctx, &s.resident.shape, Category::Workspace);
-                record_decode(ctx, enc, &s.resident, t.buffer())?;
-                if let Some(mask) = &s.mask {
-                    let clamp = !matches!(&self.policy, Some(Policy::Fdsr(c)) if !c.mask_clamp);
-                    t = if clamp {
-                        ops::mask_clamp(ctx, enc, t, mask)?
-                    } else {
-                        ops::relu_backward(ctx, enc, t, mask)?
-                    };
-                }
+                let t = self.decode(ctx, enc, &self.stored[i])?;
+                self.stored.remove(i);
                 let others: Vec<Key> = self
                     .aliases
                     .iter()
@@ -266,7 +279,7 @@ impl SavedActivations {
 
     /// Number of tensors held now (on the device, queued or stored).
     pub fn len(&self) -> usize {
-        self.slots.len() + self.pending.len() + self.stored.len()
+        self.slots.len() + self.pending.len() + self.stored.len() + self.derived.len()
     }
 
     /// `true` when nothing is held.
@@ -280,6 +293,8 @@ impl SavedActivations {
         self.pending.clear();
         self.aliases.clear();
         self.stored.clear();
+        self.recipes.clear();
+        self.derived.clear();
         self.seq = 0;
     }
 

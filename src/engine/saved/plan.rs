@@ -2,8 +2,9 @@
 //! forward and scaled to the batch), the per-tensor budgets under which everything the step
 //! holds — compressed regions with their headers, own masks, ReLU masks and pooling indices,
 //! tensors kept exact — stays at or under `budget` bits per value of the step's dense
-//! activations, i.e. fp32 bytes / (32 / budget). A budget the data cannot meet is an error that
-//! names what takes the room and the largest ratio reachable.
+//! activations, i.e. fp32 bytes / (32 / budget). Tensors recomputed from others count among the
+//! dense activations (`none` holds them) and hold nothing. A budget the data cannot meet is an
+//! error that names what takes the room and the largest ratio reachable.
 
 use std::collections::HashMap;
 
@@ -26,6 +27,9 @@ pub struct PlanItem {
     pub kind: Kind,
     /// A second save of a tensor already saved in the same group (stored once).
     pub alias: bool,
+    /// Recomputed from another saved tensor ([`super::Derivation`]): counted in the step's fp32
+    /// bytes, nothing stored.
+    pub derived: bool,
 }
 
 /// The per-tensor budgets of a step and their average over the compressed values.
@@ -56,6 +60,10 @@ pub fn plan(items: &[PlanItem], batch: usize, budget: f64, max_binding: u64, lab
         let numel = shape.iter().product::<usize>() as u64;
         let bytes = match it.kind {
             Kind::Packed => numel * 4,
+            Kind::Dense if it.derived && compressible(&shape) => {
+                dense_values += numel;
+                continue;
+            }
             Kind::Dense if compressible(&shape) => {
                 dense_values += numel;
                 let (least, segs) = fdsr_least_bits(&shape, max_binding)?;
@@ -102,7 +110,7 @@ mod tests {
     use super::*;
 
     fn item(name: &str, shape: &[usize], kind: Kind) -> PlanItem {
-        PlanItem { name: name.into(), shape: shape.to_vec(), kind, alias: false }
+        PlanItem { name: name.into(), shape: shape.to_vec(), kind, alias: false, derived: false }
     }
 
     #[test]

@@ -28,6 +28,14 @@ impl PendingRecord {
         PendingRecord { record, segments: Vec::new(), coherent_weight: 1.0 }
     }
 
+    /// A tensor recomputed from another instead of stored ([`super::Derivation`]): its fp32
+    /// bytes, nothing stored.
+    pub fn derived(name: &str, layer: usize, shape: &[usize], bytes: u64) -> Self {
+        let mut p = Self::kept(name, layer, shape, bytes, "derived");
+        (p.record.stored_bytes, p.record.reserved_bytes) = (0, 0);
+        p
+    }
+
     /// A tensor stored as `r` with `policy` (the budget asked of the codec included), and the
     /// bytes of its own zero mask where it has one (`mask`: `Some(0)` for a ReLU's shared mask).
     pub fn stored(name: &str, layer: usize, r: &Resident, policy: &Policy, mask: Option<u64>) -> Self {

@@ -79,7 +79,8 @@ pub struct TensorRecord {
     pub stored_bytes: u64,
     /// Device bytes reserved for it (its regions and own zero mask).
     pub reserved_bytes: u64,
-    /// Stored form: `fp32`, `packed` or the policy (`fdsr:bits=8,4,2,0,mask`, `uniform:2`, …).
+    /// Stored form: `fp32`, `packed`, `derived` (recomputed from another, nothing held) or the
+    /// policy (`fdsr:bits=8,4,2,0,mask`, `uniform:2`, …).
     pub form: String,
     /// Bits per band (`fdsr` on 4-D tensors), else empty.
     pub bits: Vec<u8>,
