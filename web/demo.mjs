@@ -77,7 +77,7 @@ await browserTest(async ({ page, base, fail }) => {
   if (!(s.cap_batch > s.cap_batch_fp32 && s.cap_batch_fp32 > 0)) fail(`no batches under the cap: ${JSON.stringify(s)}`);
   // The URL hash keeps every setting, the view's (story layer and tile, tab) among them.
   const hash = await page.evaluate(() => location.hash);
-  if (!/policy=fdsr&budget=4&.*batch=8.*layer=2&tile=0,0,0,0&tab=frontier&cap=64/.test(hash)) fail(`the hash lacks settings: ${hash}`);
+  if (!/policy=fdsr&budget=4&.*batch=8.*layer=0&tile=0,0,0,0&tab=frontier&cap=64/.test(hash)) fail(`the hash lacks settings: ${hash}`);
   // The main view fits the 1280×800 viewport: the app measures its three columns.
   if (!s.fits) fail(`the main view does not fit the window: ${JSON.stringify(s)}`);
   // No blank screenshot: a blank canvas compresses to a few kilobytes of PNG.

@@ -135,9 +135,10 @@ impl Default for Settings {
             lr: 0.02,
             batch: 32,
             reuse: false,
-            // In `tiny`, layer 2 is the first pooling: its output is the very tensor that
-            // `layer2.conv` saves (elsewhere the story follows a saved tensor of the same shape).
-            layer: 2,
+            // Layer 0 is the first conv: its output is the very tensor that `layer1.bn` saves and
+            // the codec stores (elsewhere the story follows a stored tensor of the same shape;
+            // a batch norm's ReLU output, pooled or not, is recomputed, not stored).
+            layer: 0,
             tile: [0, 0, 1, 1],
             tab: Tab::Frontier,
             cap_mib: 64.0,

@@ -52,9 +52,9 @@ fn frames_train_and_fill_the_panels() {
     assert!(status.story_map[2] > 0.0 && status.story_plane[0] >= 8, "the feature map is drawn: {status:?}");
     assert!(h.loss().iter().all(|p| p[1].is_finite()));
     let last = h.last().unwrap();
-    let conv2 = last.records.iter().find(|r| r.name == "layer2.conv.input").expect("records of the step");
-    assert_eq!(conv2.bits.len(), 4, "{conv2:?}");
-    assert!(conv2.classes.iter().sum::<u64>() > 0, "{conv2:?}");
+    let bn2 = last.records.iter().find(|r| r.name == "layer2.bn.input").expect("records of the step");
+    assert_eq!(bn2.bits.len(), 4, "{bn2:?}");
+    assert!(bn2.classes.iter().sum::<u64>() > 0, "{bn2:?}");
     assert!(shapes > 50, "the frame drew only {shapes} shapes");
     drop(sh);
     // The codec story reads the first layer's output on the test images.

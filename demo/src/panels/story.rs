@@ -45,7 +45,8 @@ pub fn compute(act: &Activation, view: View, live: &Live<'_>) -> Told {
         .find(|r| !r.bits.is_empty() && r.shape.len() == 4 && r.shape[1..] == shape[1..])
         .ok_or_else(|| {
         format!(
-            "no saved tensor of shape _×{}×{}×{} has bits per band (fdsr policies only)",
+            "no stored tensor of shape _×{}×{}×{} has bits per band (fdsr policies only; a batch norm's \
+             ReLU output, pooled or not, is recomputed, not stored)",
             shape[1], shape[2], shape[3]
         )
     })?;
