@@ -124,6 +124,7 @@ fn a_budget_bounds_what_every_step_holds() {
             derived.iter().all(|r| r.fp32_bytes > 0 && r.stored_bytes == 0 && r.reserved_bytes == 0),
             "{derived:?}"
         );
+        assert_eq!(derived[0].derived_from.as_deref(), Some("layer1.bn.input"), "{derived:?}");
     }
     // A budget the model cannot meet is refused, naming the largest ratio it can reach.
     let mut s = session(&ctx, ModelName::Tiny, 8, Some("fdsr:ratio=16"), None);

@@ -5,8 +5,9 @@
 //! controller shares them out per saved tensor to minimize `Σ_l κ_l·E_l(b_l)` under
 //! `Σ_l n_l·b_l ≤ average·Σ_l n_l`, where `E_l(b)` is the codec's estimated error of tensor `l`
 //! at `b` bits per value (bits per band chosen by [`choose_bits`] from its last analysis) and
-//! the sensitivity `κ_l = r_l² / E_l(b_used)` is calibrated by the probe (`r_l` the relative
-//! error of the gradient of the layer's weight): the total never moves. Only an `,auto` policy
+//! the sensitivity `κ_l = r_l² / E_l(b_used)` is calibrated by the probe (`r_l²` the squared
+//! relative error of the gradient of the layer's weight, plus those of the weights whose inputs
+//! are recomputed from tensor `l`): the total never moves. Only an `,auto` policy
 //! lets the average follow the error (above `high`: ×`raise`; below `low`: ÷`lower`). Every
 //! decision is kept for the metrics log.
 
@@ -131,6 +132,18 @@ pub struct Controller {
 /// The weight whose gradient a saved tensor feeds (`conv2.input` → `conv2.weight`).
 fn weight_of(tensor: &str) -> Option<String> {
     tensor.strip_suffix(".input").map(|l| format!("{l}.weight"))
+}
+
+/// The squared relative gradient errors that stored tensor `r`'s codec error causes: of its own
+/// layer's weight and of the weights of the tensors recomputed from it (`None`: none measured).
+fn squared_error_of(r: &TensorRecord, records: &[TensorRecord], rel: &HashMap<&str, f64>) -> Option<f64> {
+    let from_r = records.iter().filter(|d| d.derived_from.as_deref() == Some(r.name.as_str()));
+    let errors: Vec<f64> = std::iter::once(r)
+        .chain(from_r)
+        .filter_map(|t| weight_of(&t.name))
+        .filter_map(|w| rel.get(w.as_str()).copied())
+        .collect();
+    (!errors.is_empty()).then(|| errors.iter().map(|e| e * e).sum())
 }
 
 /// A tensor the controller allocates for: compressed under a budget, with its analysis.
@@ -301,9 +314,8 @@ impl Controller {
             let err_at = |b: f64| level_bits(a, follows, codec(b)).ok().map(|bits| total_error(a, &bits));
             let errors: Vec<Option<f64>> = levels.iter().map(|&b| err_at(b)).collect();
             let e_used = choose_bits(a, used).ok().map(|bits| total_error(a, &bits));
-            let r_l = weight_of(&r.name).and_then(|w| rel.get(w.as_str()).copied());
-            kappa.push(match (r_l, e_used) {
-                (Some(r_l), Some(e)) if e > 0.0 => Some(r_l * r_l / e),
+            kappa.push(match (squared_error_of(r, records, rel), e_used) {
+                (Some(r2), Some(e)) if e > 0.0 => Some(r2 / e),
                 _ => None,
             });
             items.push(Item { name: &r.name, numel: r.fp32_bytes as f64 / 4.0, errors });

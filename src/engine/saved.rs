@@ -158,7 +158,9 @@ impl SavedActivations {
             Kind::Dense if self.compresses_shape(t.shape()) => {
                 if let Some(r) = self.take_recipe(t) {
                     self.stats.fp32_bytes += bytes;
-                    self.records.push(PendingRecord::derived(name, layer, t.shape(), bytes));
+                    // The source's record: the first this step made for its layer (its input).
+                    let source = self.records.iter().map(|p| p.name_at()).find(|n| n.1 == r.how.source.0).map(|n| n.0);
+                    self.records.push(PendingRecord::derived(name, layer, t.shape(), bytes, source));
                     self.derived.push(((layer, slot), r));
                     return;
                 }

@@ -28,6 +28,7 @@ fn record(name: &str, numel: u64, scale: f64) -> TensorRecord {
         band_energy: vec![],
         reuse_hits: 0,
         reuse_eligible: 0,
+        derived_from: None,
         budget: Some(2.0),
         own_mask: false,
         masked: false,
@@ -76,6 +77,21 @@ fn the_allocation_favours_sensitive_tensors_and_keeps_the_average() {
     let b: HashMap<_, _> = d.budgets.into_iter().collect();
     assert!(b["conv1.input"] > b["conv2.input"], "{b:?}");
     assert!((b["conv1.input"] + b["conv2.input"]) / 2.0 <= d.budget.unwrap() + 1e-9, "{b:?}");
+}
+
+#[test]
+fn a_tensor_others_are_recomputed_from_answers_for_their_errors_too() {
+    // Equal tensors and equal errors of their own weights; conv3's input is recomputed from
+    // bn1's, so bn1's codec error also reaches conv3's gradient.
+    let mut derived = TensorRecord::kept("conv3.input", 1, &[1, 1, 64, 64], 64 * 64 * 4, "derived");
+    derived.derived_from = Some("bn1.input".into());
+    // (bn2 first: between equals the first takes a level left over.)
+    let recs = [record("bn2.input", 64 * 64, 1.0), record("bn1.input", 64 * 64, 1.0), derived];
+    let pair = |name: &str, diff2: f64| GradPair { name: name.into(), diff2, norm2: 1.0 };
+    let grads = [pair("bn1.weight", 0.01), pair("bn2.weight", 0.01), pair("conv3.weight", 0.04)];
+    let b: HashMap<_, _> = controller("fdsr:budget=3").update(9, &grads, &recs, 3.0).budgets.into_iter().collect();
+    assert!(b["bn1.input"] > b["bn2.input"], "{b:?}");
+    assert!(!b.contains_key("conv3.input"), "nothing stored, no budget: {b:?}");
 }
 
 #[test]

@@ -28,12 +28,18 @@ impl PendingRecord {
         PendingRecord { record, segments: Vec::new(), coherent_weight: 1.0 }
     }
 
-    /// A tensor recomputed from another instead of stored ([`super::Derivation`]): its fp32
-    /// bytes, nothing stored.
-    pub fn derived(name: &str, layer: usize, shape: &[usize], bytes: u64) -> Self {
+    /// A tensor recomputed from the stored tensor `source` instead of stored
+    /// ([`super::Derivation`]): its fp32 bytes, nothing stored.
+    pub fn derived(name: &str, layer: usize, shape: &[usize], bytes: u64, source: Option<&str>) -> Self {
         let mut p = Self::kept(name, layer, shape, bytes, "derived");
         (p.record.stored_bytes, p.record.reserved_bytes) = (0, 0);
+        p.record.derived_from = source.map(str::to_string);
         p
+    }
+
+    /// The tensor's name and layer.
+    pub fn name_at(&self) -> (&str, usize) {
+        (&self.record.name, self.record.layer)
     }
 
     /// A tensor stored as `r` with `policy` (the budget asked of the codec included), and the

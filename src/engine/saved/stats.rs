@@ -100,6 +100,9 @@ pub struct TensorRecord {
     pub masked: bool,
     /// The analysis pass's statistics (`fdsr` on 4-D tensors): what the controller allocates from.
     pub analysis: Option<FdsrStats>,
+    /// For a `derived` tensor, the stored tensor it is recomputed from (whose codec error it
+    /// carries into its own layer's gradient).
+    pub derived_from: Option<String>,
 }
 
 impl TensorRecord {
@@ -122,6 +125,7 @@ impl TensorRecord {
             own_mask: false,
             masked: false,
             analysis: None,
+            derived_from: None,
         }
     }
 }

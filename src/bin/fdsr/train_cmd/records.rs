@@ -63,7 +63,8 @@ pub(super) fn record_json(r: &TensorRecord) -> Value {
     json!({ "name": r.name, "layer": r.layer, "shape": r.shape, "fp32_bytes": r.fp32_bytes,
         "stored_bytes": r.stored_bytes, "reserved_bytes": r.reserved_bytes, "form": r.form, "bits": r.bits, "budget": r.budget, "own_mask": r.own_mask,
         "classes": { "zero": r.classes[0], "dc_only": r.classes[1], "full": r.classes[2], "reference": r.classes[3] },
-        "band_energy": r.band_energy, "reuse_hits": r.reuse_hits, "reuse_eligible": r.reuse_eligible })
+        "band_energy": r.band_energy, "reuse_hits": r.reuse_hits, "reuse_eligible": r.reuse_eligible,
+        "derived_from": r.derived_from })
 }
 
 pub(super) fn decision_json(d: &Decision) -> Value {
