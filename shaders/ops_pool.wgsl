@@ -15,20 +15,23 @@ fn linear_id(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return (wg.y * nwg.x + wg.x) * 256u + lid;
 }
 
+// Index of the top-left input of max-pool output o's window.
+fn window_start(o: u32) -> u32 {
+    let ow = p.w / 2u;
+    let r = o % ((p.h / 2u) * ow);
+    return (o / ((p.h / 2u) * ow)) * p.h * p.w + (r / ow) * 2u * p.w + (r % ow) * 2u;
+}
+
 @compute @workgroup_size(256)
 fn maxpool_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                    @builtin(local_invocation_index) lid: u32) {
     let j = linear_id(wg, nwg, lid);
     if (j >= p.words) { return; }
-    let oh = p.h / 2u;
-    let ow = p.w / 2u;
     let base = j * 16u;
     let end = min(base + 16u, p.outputs);
     var word = 0u;
     for (var o = base; o < end; o++) {
-        let plane = o / (oh * ow);
-        let r = o % (oh * ow);
-        let i0 = plane * p.h * p.w + (r / ow) * 2u * p.w + (r % ow) * 2u;
+        let i0 = window_start(o);
         var best = inp[i0];
         var k = 0u;
         let v1 = inp[i0 + 1u];
@@ -50,11 +53,8 @@ fn maxpool_gather(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups)
                   @builtin(local_invocation_index) lid: u32) {
     let o = linear_id(wg, nwg, lid);
     if (o >= p.outputs) { return; }
-    let ow = p.w / 2u;
-    let r = o % ((p.h / 2u) * ow);
-    let i0 = (o / ((p.h / 2u) * ow)) * p.h * p.w + (r / ow) * 2u * p.w + (r % ow) * 2u;
     let k = (idx[o >> 4u] >> ((o & 15u) * 2u)) & 3u;
-    out[o] = inp[i0 + (k >> 1u) * p.w + (k & 1u)];
+    out[o] = inp[window_start(o) + (k >> 1u) * p.w + (k & 1u)];
 }
 
 // inp = dy of the outputs, idx = the forward's index words; out = dx of the inputs.
