@@ -1,7 +1,8 @@
 // Pooling of the engine. Max-pool 2x2 stride 2 keeps the argmax of each window as 2 bits per
 // output (16 per word; 0 = top-left, 1 = top-right, 2 = bottom-left, 3 = bottom-right; the first
 // maximum wins), one invocation per index word; its backward gathers (each input element reads
-// its window's index), and so does the forward's output recomputed from its input and indices. Global average pool: one invocation per plane, summing in order.
+// its window's index), and so does the forward's output recomputed from its input and indices.
+// Global average pool: one invocation per plane, summing in order.
 
 struct PoolParams { planes: u32, h: u32, w: u32, outputs: u32, words: u32, total: u32, _a: u32, _b: u32 }
 

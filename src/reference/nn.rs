@@ -47,28 +47,25 @@ pub fn maxpool2_forward(x: &[f32], [n, c, h, w]: [usize; 4]) -> (Vec<f32>, Vec<u
     (y, words)
 }
 
+/// Index of the input that output `o` of a max-pool over `h × w` planes took, by its argmax `words`.
+fn argmax_input(o: usize, words: &[u32], h: usize, w: usize) -> usize {
+    let (oh, ow) = (h / 2, w / 2);
+    let (plane, oy, ox) = (o / (oh * ow), o % (oh * ow) / ow, o % ow);
+    let k = ((words[o / 16] >> (2 * (o % 16))) & 3) as usize;
+    plane * h * w + (2 * oy + k / 2) * w + 2 * ox + k % 2
+}
+
 /// The values of `x` at the argmax `words` of a [`maxpool2_forward`] (of `x` or of another input
 /// of the same shape).
 pub fn maxpool2_gather(x: &[f32], words: &[u32], [n, c, h, w]: [usize; 4]) -> Vec<f32> {
-    let (oh, ow) = (h / 2, w / 2);
-    (0..n * c * oh * ow)
-        .map(|o| {
-            let (plane, oy, ox) = (o / (oh * ow), o % (oh * ow) / ow, o % ow);
-            let k = (words[o / 16] >> (2 * (o % 16))) & 3;
-            x[plane * h * w + (2 * oy + k as usize / 2) * w + 2 * ox + k as usize % 2]
-        })
-        .collect()
+    (0..n * c * (h / 2) * (w / 2)).map(|o| x[argmax_input(o, words, h, w)]).collect()
 }
 
 /// Input gradient of [`maxpool2_forward`] for output gradient `dy`.
 pub fn maxpool2_backward(dy: &[f32], words: &[u32], [n, c, h, w]: [usize; 4]) -> Vec<f32> {
-    let (oh, ow) = (h / 2, w / 2);
     let mut dx = vec![0f32; n * c * h * w];
     for (o, &d) in dy.iter().enumerate() {
-        let (plane, oy, ox) = (o / (oh * ow), o % (oh * ow) / ow, o % ow);
-        let k = (words[o / 16] >> (2 * (o % 16))) & 3;
-        let (ky, kx) = (k as usize / 2, k as usize % 2);
-        dx[plane * h * w + (2 * oy + ky) * w + 2 * ox + kx] = d;
+        dx[argmax_input(o, words, h, w)] = d;
     }
     dx
 }

@@ -235,7 +235,7 @@ pub fn batchnorm_reapply(
     let c = p.c as usize;
     expect_shape(beta, &[c], "batch norm re-apply beta")?;
     expect_shape(&saved.stats, &[3, c], "batch norm re-apply saved statistics")?;
-    if mask.len != x.numel() || mask.words.numel() != mask.len.div_ceil(32) {
+    if !mask.covers(x.numel()) {
         return Err(FdsrError::InvalidTensor(format!(
             "batch norm re-apply of {:?} with a ReLU mask of {} values",
             x.shape(),
@@ -301,7 +301,7 @@ pub fn batchnorm_backward(
     expect_shape(dgamma, &[c], "batch norm backward dgamma")?;
     expect_shape(dbeta, &[c], "batch norm backward dbeta")?;
     if let Some(m) = mask {
-        if m.len != x.numel() || m.words.numel() != m.len.div_ceil(32) {
+        if !m.covers(x.numel()) {
             return Err(FdsrError::InvalidTensor(format!(
                 "batch norm backward of {:?} with a ReLU mask of {} values",
                 x.shape(),

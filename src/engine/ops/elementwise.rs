@@ -32,6 +32,13 @@ pub struct BitMask {
     pub len: usize,
 }
 
+impl BitMask {
+    /// Whether it is a whole mask of `n` values.
+    pub fn covers(&self, n: usize) -> bool {
+        self.len == n && self.words.numel() == n.div_ceil(32)
+    }
+}
+
 fn params(n: usize, what: &str) -> Result<(EwParams, u32)> {
     let g = groups(n, what)?;
     Ok((EwParams { n: n as u32, words: n.div_ceil(32) as u32, ..Default::default() }, g))
@@ -80,7 +87,7 @@ fn masked(
     x: Tensor,
     mask: &BitMask,
 ) -> Result<Tensor> {
-    if x.numel() != mask.len || mask.words.numel() != mask.len.div_ceil(32) {
+    if !mask.covers(x.numel()) {
         return Err(FdsrError::InvalidTensor(format!(
             "{entry} of {:?} with a mask of {} values in {:?} words",
             x.shape(),

@@ -41,6 +41,13 @@ pub struct PoolIndex {
     pub len: usize,
 }
 
+impl PoolIndex {
+    /// Whether it indexes every output of a max-pool with parameters `p`.
+    fn fits(&self, p: &PoolParams) -> bool {
+        self.len == p.outputs as usize && self.words.numel() == p.words as usize
+    }
+}
+
 fn rank4(shape: &[usize], what: &str) -> Result<[usize; 4]> {
     match *shape {
         [n, c, h, w] if n * c * h * w > 0 => Ok([n, c, h, w]),
@@ -97,7 +104,7 @@ pub fn maxpool2_gather(
     let s = rank4(x.shape(), "max-pool gather")?;
     even(s, "max-pool gather")?;
     let p = params(s, "max-pool gather")?;
-    if index.len != p.outputs as usize || index.words.numel() != p.words as usize {
+    if !index.fits(&p) {
         return Err(FdsrError::InvalidTensor(format!(
             "max-pool gather of {:?} needs {} indices, got {}",
             x.shape(),
@@ -124,7 +131,7 @@ pub fn maxpool2_backward(
     even(s, "max-pool backward")?;
     let p = params(s, "max-pool backward")?;
     let out_shape = [s[0], s[1], s[2] / 2, s[3] / 2];
-    if dy.shape() != out_shape || index.len != p.outputs as usize || index.words.numel() != p.words as usize {
+    if dy.shape() != out_shape || !index.fits(&p) {
         return Err(FdsrError::InvalidTensor(format!(
             "max-pool backward to input {input_shape:?} needs dy {out_shape:?}, got dy {:?} and {} indices",
             dy.shape(),

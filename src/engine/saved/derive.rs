@@ -1,9 +1,10 @@
 //! Saved tensors recomputed instead of stored: a fused batch norm + ReLU's output (what the next
 //! conv saves as its input, directly or through a max-pool) from the batch norm's own saved
 //! input, its batch statistics, its shift and the ReLU's mask (and the max-pool's indices), all
-//! of which the step holds anyway for those layers' backward. A compressed step then stores one tensor where `none` holds two, and the codec's share of the
-//! budget goes to the one it stores: the re-applied output has the same relative error as its
-//! stored input, and its zeros are exact (the ReLU's mask).
+//! of which the step holds anyway for those layers' backward. A compressed step then stores one
+//! tensor where `none` holds two, and the codec's share of the budget goes to the one it stores:
+//! the re-applied output has the same relative error as its stored input, and its zeros are
+//! exact (the ReLU's mask).
 
 use super::{Key, SavedActivations, Stored};
 use crate::codec::config::Policy;
