@@ -125,6 +125,7 @@ async fn probe_policy(
     }
     s.trainer.step = g.warmup;
     let (mut errors, mut per_weight): (Vec<f64>, Vec<(String, Vec<f64>)>) = (Vec::new(), Vec::new());
+    let mut budgets = serde_json::Map::new();
     for k in 0..g.probes {
         let (x, y) = s.next_batch()?;
         if k + 1 < g.probes {
@@ -136,6 +137,7 @@ async fn probe_policy(
         let decisions = s.trainer.controller.as_mut().map(|c| c.take_decisions()).unwrap_or_default();
         for d in decisions {
             errors.push(d.grad_error);
+            budgets = d.budgets.into_iter().map(|(t, b)| (t, json!(b))).collect::<serde_json::Map<_, _>>();
             for (w, e) in d.per_weight {
                 match per_weight.iter_mut().find(|(n, _)| *n == w) {
                     Some((_, v)) => v.push(e),
@@ -149,7 +151,7 @@ async fn probe_policy(
     let weights: serde_json::Map<String, Value> =
         per_weight.into_iter().map(|(w, v)| (w, json!(mean_sd(&v).0))).collect();
     Ok(json!({ "policy": name, "activation_ratio": stats.ratio(), "grad_error": mean, "grad_error_std": sd,
-        "grad_errors": errors, "weight_errors": weights }))
+        "grad_errors": errors, "weight_errors": weights, "budgets": budgets }))
 }
 
 /// Mean and sample standard deviation (0 for one value).
