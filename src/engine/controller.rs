@@ -293,8 +293,9 @@ impl Controller {
     }
 
     /// Greedy allocation: every tensor starts at its least level within `budget / MAX_SPREAD`
-    /// that its metadata allows; the step of best error reduction per bit is taken while the
-    /// total stays within `budget` per value. `None` when even the start does not fit.
+    /// that its metadata allows; the move of best error reduction per bit, to any higher level,
+    /// is taken while the total stays within `budget` per value. `None` when even the start does
+    /// not fit.
     fn allocate(
         &self,
         budget: f64,
@@ -338,26 +339,38 @@ impl Controller {
                 (lo..levels.len()).find(|&l| i.errors[l].is_some()).unwrap_or(levels.len() - 1)
             })
             .collect();
-        let mut spent: f64 = items.iter().zip(&at).map(|(i, &l)| i.numel * levels[l]).sum();
-        loop {
-            let mut best: Option<(usize, f64)> = None;
-            for (k, item) in items.iter().enumerate() {
-                let l = at[k];
-                if l + 1 > hi || spent + item.numel * LEVEL_STEP > allowed {
-                    continue;
-                }
-                let (Some(now), Some(next)) = (item.errors[l], item.errors[l + 1]) else { continue };
-                let gain = kappa[k] * (now - next) / (item.numel * LEVEL_STEP);
-                if best.is_none_or(|(_, g)| gain > g) {
-                    best = Some((k, gain));
-                }
-            }
-            let Some((k, _)) = best else { break };
-            at[k] += 1;
-            spent += items[k].numel * LEVEL_STEP;
-        }
+        let spent = spend(&items, &kappa, &levels, &mut at, hi, allowed);
         (spent <= allowed + 1e-9)
             .then(|| items.iter().zip(&at).map(|(i, &l)| (i.name.to_string(), levels[l])).collect())
+    }
+}
+
+/// Raises the tensors from levels `at` (of `levels`, at most `hi`) by the moves of most
+/// `kappa`-weighted error reduction per bit while the total stays within `allowed` bits; returns
+/// the total. A move may skip levels: bits per band are whole numbers, so a tensor's error falls
+/// in steps, and a level that gains nothing can hide the large gain of the one after it.
+fn spend(items: &[Item], kappa: &[f64], levels: &[f64], at: &mut [usize], hi: usize, allowed: f64) -> f64 {
+    let mut spent: f64 = items.iter().zip(at.iter()).map(|(i, &l)| i.numel * levels[l]).sum();
+    loop {
+        let mut best: Option<(usize, usize, f64)> = None;
+        for (k, item) in items.iter().enumerate() {
+            let l = at[k];
+            let Some(now) = item.errors[l] else { continue };
+            for (to, next) in item.errors.iter().enumerate().take(hi + 1).skip(l + 1) {
+                let cost = item.numel * (levels[to] - levels[l]);
+                if spent + cost > allowed {
+                    break;
+                }
+                let Some(next) = next else { continue };
+                let gain = kappa[k] * (now - next) / cost;
+                if best.is_none_or(|(_, _, g)| gain > g) {
+                    best = Some((k, to, gain));
+                }
+            }
+        }
+        let Some((k, to, _)) = best else { return spent };
+        spent += items[k].numel * (levels[to] - levels[at[k]]);
+        at[k] = to;
     }
 }
 

@@ -150,3 +150,14 @@ fn under_grad_alone_each_level_takes_the_weight_of_its_budget() {
         .iter()
         .any(|&b| level_bits(&a, true, b).unwrap() != level_bits(&a, false, b).unwrap()));
 }
+
+#[test]
+fn a_step_that_gains_nothing_does_not_hide_the_gain_behind_it() {
+    // `a` gains nothing until its third level, then much; `b` gains a little at every level.
+    let item = |name, errors: [f64; 4]| Item { name, numel: 1.0, errors: errors.map(Some).to_vec() };
+    let items = [item("a", [10.0, 10.0, 10.0, 1.0]), item("b", [10.0, 9.0, 8.0, 7.0])];
+    let mut at = [0, 0];
+    let spent = spend(&items, &[1.0, 1.0], &[1.0, 2.0, 3.0, 4.0], &mut at, 3, 5.0);
+    assert_eq!(at, [3, 0], "three levels for a take its error from 10 to 1, for b from 10 to 7");
+    assert_eq!(spent, 5.0);
+}
