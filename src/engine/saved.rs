@@ -143,9 +143,8 @@ impl SavedActivations {
     /// Keeps `t` for the backward of `layer` in `slot` (replacing what was there); `name` says
     /// which layer and what (`conv2.input`) in the records.
     pub fn save(&mut self, layer: usize, slot: u8, name: &str, t: &Tensor, kind: Kind) {
-        if self.recording.is_some() {
-            let derived = kind == Kind::Dense && self.recipe(t).is_some();
-            let rec = self.recording.get_or_insert_default();
+        let derived = self.recording.is_some() && kind == Kind::Dense && self.recipe(t).is_some();
+        if let Some(rec) = &mut self.recording {
             let alias = rec.iter().any(|(_, s)| s.id() == t.id());
             let item = PlanItem { name: name.to_string(), shape: t.shape().to_vec(), kind, alias, derived };
             rec.push((item, t.clone()));

@@ -137,7 +137,7 @@ async fn probe_policy(
         let decisions = s.trainer.controller.as_mut().map(|c| c.take_decisions()).unwrap_or_default();
         for d in decisions {
             errors.push(d.grad_error);
-            budgets = d.budgets.into_iter().map(|(t, b)| (t, json!(b))).collect::<serde_json::Map<_, _>>();
+            budgets = d.budgets.into_iter().map(|(t, b)| (t, json!(b))).collect();
             for (w, e) in d.per_weight {
                 match per_weight.iter_mut().find(|(n, _)| *n == w) {
                     Some((_, v)) => v.push(e),
