@@ -20,9 +20,11 @@ use crate::error::{FdsrError, Result};
 
 /// Step between budget levels the allocation considers (bits per value).
 pub const LEVEL_STEP: f64 = 0.25;
-/// A tensor's budget stays within this factor of the average, and so do sensitivities of the
-/// median one.
+/// A tensor's budget stays within this factor of the average.
 pub const MAX_SPREAD: f64 = 2.0;
+/// A tensor's sensitivity stays within this factor of the median one (measured on the
+/// gradient-error frontier of `cnn`: ×2 held back the allocation at 9–16x; BENCHMARKS.md).
+pub const SENSITIVITY_SPREAD: f64 = 16.0;
 
 /// When and how the controller moves the budget.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -321,13 +323,15 @@ impl Controller {
             });
             items.push(Item { name: &r.name, numel: r.fp32_bytes as f64 / 4.0, errors });
         }
-        // Sensitivities relative to their median, clamped: the probe attributes each weight's
-        // whole gradient error to its own input, although errors also flow down from later layers.
+        // Sensitivities relative to their median, clamped: one probe is a noisy measure, and it
+        // attributes each weight's whole gradient error to its own input, although errors also
+        // flow down from later layers.
         let mut known: Vec<f64> = kappa.iter().flatten().copied().collect();
         known.sort_by(f64::total_cmp);
         let median = known.get(known.len() / 2).copied().filter(|m| *m > 0.0).unwrap_or(1.0);
+        let spread = SENSITIVITY_SPREAD;
         let kappa: Vec<f64> =
-            kappa.iter().map(|k| k.map_or(1.0, |k| (k / median).clamp(1.0 / MAX_SPREAD, MAX_SPREAD))).collect();
+            kappa.iter().map(|k| k.map_or(1.0, |k| (k / median).clamp(1.0 / spread, spread))).collect();
         let total: f64 = items.iter().map(|i| i.numel).sum();
         let allowed = budget * total;
         // Each tensor stays within a factor MAX_SPREAD of the average, starting at its least level.

@@ -80,6 +80,23 @@ fn the_allocation_favours_sensitive_tensors_and_keeps_the_average() {
 }
 
 #[test]
+fn sensitivity_counts_well_beyond_twice_the_median() {
+    // Equal tensors; conv1's weight error against conv2's at 4x and at 100x the sensitivity.
+    // A clamp at x2 of the median made both the same allocation.
+    let recs = [record("conv1.input", 64 * 64, 1.0), record("conv2.input", 64 * 64, 1.0)];
+    let pair = |name: &str, diff2: f64| GradPair { name: name.into(), diff2, norm2: 1.0 };
+    let conv1 = |ratio: f64| {
+        let grads = [pair("conv1.weight", 0.0004 * ratio), pair("conv2.weight", 0.0004)];
+        let d = controller("fdsr:budget=3").update(9, &grads, &recs, 3.0);
+        let b: HashMap<_, _> = d.budgets.into_iter().collect();
+        assert!((b["conv1.input"] + b["conv2.input"]) / 2.0 <= 3.0 + 1e-9, "{b:?}");
+        b["conv1.input"]
+    };
+    let (some, much) = (conv1(4.0), conv1(100.0));
+    assert!(some > 3.0 && much > some, "conv1's budget at 4x: {some}, at 100x: {much}");
+}
+
+#[test]
 fn a_tensor_others_are_recomputed_from_answers_for_their_errors_too() {
     // Equal tensors and equal errors of their own weights; conv3's input is recomputed from
     // bn1's, so bn1's codec error also reaches conv3's gradient.
