@@ -126,6 +126,21 @@ fn encode_scale(m: f32, e0: i32) -> u32 {
     return u32(clamp(c, max(1, 255 - 8 * e0 - 1008), 255));
 }
 
+// AC scale codes (docs/CODEC.md): AC_SCALE_BITS bits, a quarter octave apart, the top one the
+// scale code 255; code a > 0 is the scale code AC_SCALE_BASE + 2a (src/reference/quant.rs).
+const AC_SCALE_BITS: u32 = 5u;
+const AC_SCALE_BASE: i32 = 193;
+
+// The least AC scale code (0 for m == 0) whose scale is >= m.
+fn encode_ac_scale(m: f32, e0: i32) -> u32 {
+    let c = encode_scale(m, e0);
+    if (c == 0u) { return 0u; }
+    return u32(clamp((i32(c) - AC_SCALE_BASE + 1) / 2, 1, 31));
+}
+
+// The scale code of AC scale code a.
+fn ac_scale_code(a: u32) -> u32 { return select(u32(AC_SCALE_BASE) + 2u * a, 0u, a == 0u); }
+
 fn scale_value(code: u32, e0: i32) -> f32 {
     let v = i32(code) - 255 + 8 * e0;
     return tab_t(u32(v & 7)) * pow2(v >> 3u);

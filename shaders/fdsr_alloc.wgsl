@@ -30,6 +30,8 @@ struct AllocParams {
 @group(0) @binding(7) var<storage, read_write> pack_args: array<u32>;
 
 const WG: u32 = 256u;
+// Bits of an AC band's scale code (shaders/common.wgsl, which this shader does not include).
+const AC_SCALE_BITS: u32 = 5u;
 const STATS: u32 = 20u;
 const F16_ERR: f32 = 2.384185791015625e-7; // 2^-22: half an f16 ulp, squared relative
 const NONE: u32 = 0xffffffffu;
@@ -73,7 +75,7 @@ fn payload_bits(c: ptr<function, array<u32, 8>>, nonzero: u32, full: u32) -> u32
     var ac = 0u;
     for (var j = 1u; j < p.nbands; j++) {
         let b = ac_bits((*c)[j]);
-        if (b > 0u) { ac += select(8u, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b; }
+        if (b > 0u) { ac += select(AC_SCALE_BITS, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b; }
     }
     return nonzero * dc_bits((*c)[0]) + full * ac;
 }
@@ -198,7 +200,7 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
         let b = select(0u, choice_bits(j, c[j]), j < p.nbands);
         region[j] = b;
         stats[6u + j] = b;
-        if (j > 0u && b > 0u) { ac += select(8u, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b; }
+        if (j > 0u && b > 0u) { ac += select(AC_SCALE_BITS, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b; }
         f16 = f16 || (j > 0u && b == 16u);
     }
     // The pack launch the bits need gets the grid (one invocation per tile as in the analysis, in

@@ -106,8 +106,8 @@ fn coef(rd: ptr<function, Reader>, d: ptr<function, Bands>, z: u32) -> f32 {
     let bits = (*d).bits[b];
     let f16 = bits == 16u;
     if (z == band_start(b)) {
-        let code = next_bits(rd, select(8u, 0u, bits == 0u || f16));
-        (*d).scale[b] = select(scale_value(code, (*d).e0), 0.0, code == 0u);
+        let code = next_bits(rd, select(AC_SCALE_BITS, 0u, bits == 0u || f16));
+        (*d).scale[b] = select(scale_value(ac_scale_code(code), (*d).e0), 0.0, code == 0u);
     }
     let q = next_bits(rd, bits);
     return select(select(dequant_sym(q, bits, (*d).scale[b]), 0.0, bits == 0u), f16_value(q), f16);
@@ -193,8 +193,8 @@ fn unpack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workg
             var scale = 0.0;
             if (bits != 16u) {
                 refill(&rd);
-                let code = next_bits(&rd, 8u);
-                scale = select(scale_value(code, h.e0), 0.0, code == 0u);
+                let code = next_bits(&rd, AC_SCALE_BITS);
+                scale = select(scale_value(ac_scale_code(code), h.e0), 0.0, code == 0u);
             }
             for (var z = edge(b); z < edge(b + 1u); z++) {
                 refill(&rd);

@@ -157,7 +157,7 @@ struct Pack { key: u32, stochastic: bool, bits: array<u32, 8>, code: array<u32, 
 fn emit(wr: ptr<function, Writer>, s: ptr<function, Pack>, z: u32, v: f32) {
     let b = band_of(z);
     let bits = (*s).bits[b];
-    if (z == band_start(b)) { put(wr, (*s).code[b], select(8u, 0u, bits == 0u)); }
+    if (z == band_start(b)) { put(wr, (*s).code[b], select(AC_SCALE_BITS, 0u, bits == 0u)); }
     put(wr, quantize_sym(v, (*s).inv[b], bits, hash32((*s).key ^ z) >> 8u, (*s).stochastic), bits);
 }
 
@@ -213,8 +213,8 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
         let mx = band_accumulate(h.c); // (its energies unused)
         for (var b = 1u; b < 8u; b++) {
             s.bits[b] = select(0u, band_bits(b), b < p.nbands);
-            s.code[b] = encode_scale(mx.mx[b], h.e0);
-            s.inv[b] = select(inv_scale(s.code[b], h.e0), 0.0, s.code[b] == 0u);
+            s.code[b] = encode_ac_scale(mx.mx[b], h.e0);
+            s.inv[b] = select(inv_scale(ac_scale_code(s.code[b]), h.e0), 0.0, s.code[b] == 0u);
         }
         emit(&wr, &s, 1u, h.c.r0.a.y);
         emit(&wr, &s, 2u, h.c.r1.a.x);
@@ -343,9 +343,9 @@ fn pack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgro
             } else if (bits > 0u) {
                 var mx = 0.0;
                 for (var z = lo; z < hi; z++) { mx = max(mx, abs(zz[z])); }
-                let code = encode_scale(mx, h.e0);
-                let inv = select(inv_scale(code, h.e0), 0.0, code == 0u);
-                put(&wr, code, 8u);
+                let code = encode_ac_scale(mx, h.e0);
+                let inv = select(inv_scale(ac_scale_code(code), h.e0), 0.0, code == 0u);
+                put(&wr, code, AC_SCALE_BITS);
                 drain(&wr);
                 for (var z = lo; z < hi; z++) {
                     put(&wr, quantize_sym(zz[z], inv, bits, hash32(h.key ^ z) >> 8u, h.stochastic), bits);

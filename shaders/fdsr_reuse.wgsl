@@ -113,7 +113,7 @@ fn verify(ct: ptr<function, array<f32, 64>>, cs: ptr<function, array<f32, 64>>, 
             m = 0.0;
             for (var z = edge(b); z < edge(b + 1u); z++) { m = max(m, abs((*cs)[z])); }
         }
-        let code = encode_scale(m, header_e0());
+        let code = select(encode_scale(m, header_e0()), ac_scale_code(encode_ac_scale(m, header_e0())), b > 0u);
         let tol = select(scale_value(code, header_e0()), 0.0, code == 0u) * margin;
         let l = f32((1u << bits) - 1u);
         for (var z = edge(b); z < edge(b + 1u); z++) {

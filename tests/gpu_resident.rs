@@ -134,9 +134,11 @@ fn segmented_tensors_round_trip_under_one_budget_each() {
         let (parts, b) = round_trip(&small, &x, &shape, policy, &opts);
         assert!(whole.segments.len() == 1 && parts.segments.len() > 1, "{policy}: not segmented");
         let peak = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let rms = (a.iter().zip(&b).map(|(p, q)| (p - q).powi(2)).sum::<f32>() / x.len() as f32).sqrt();
-        let err = (a.iter().zip(&x).map(|(p, q)| (p - q).powi(2)).sum::<f32>() / x.len() as f32).sqrt();
-        assert!(rms <= err.max(1e-6 * peak) * 1.5, "{policy}: segmented decode differs by {rms} (error {err})");
+        let rms = |d: &[f32]| (d.iter().zip(&x).map(|(p, q)| (p - q).powi(2)).sum::<f32>() / x.len() as f32).sqrt();
+        // Each segment has its own bits and scale base, so the two decodes differ; the segmented
+        // one may lose a little to its segments' metadata, never much.
+        let (err, err_parts) = (rms(&a), rms(&b));
+        assert!(err_parts <= err.max(1e-6 * peak) * 1.5, "{policy}: segmented error {err_parts} against {err}");
         for s in &parts.segments {
             if let SegmentForm::Fdsr { layout: l, .. } = &s.form {
                 let used = words(&small, &s.region, HEADER_WORDS)[layout::H_USED];

@@ -13,7 +13,7 @@ use super::pack::{pack2, words_for_bits, BitReader, BitWriter};
 use super::quant::*;
 use crate::error::{FdsrError, Result};
 use crate::rules::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
-use crate::rules::format::{FdsrBody, TileClass};
+use crate::rules::format::{FdsrBody, TileClass, AC_SCALE_BITS};
 
 pub use crate::rules::alloc::FdsrStats;
 
@@ -218,9 +218,9 @@ pub fn encode(a: &Analysis, bits: &[u8], opts: &CodecOptions) -> FdsrBody {
             for j in (1..nb).filter(|&j| bits[j] > 0) {
                 let mut inv = 0.0;
                 if scaled(bits[j]) {
-                    let code = encode_scale(a.band_max[t * nb + j], e0);
-                    w.write(code as u32, 8);
-                    inv = inv_scale(code, e0);
+                    let code = encode_ac_scale(a.band_max[t * nb + j], e0);
+                    w.write(code as u32, AC_SCALE_BITS);
+                    inv = inv_scale(ac_scale_code(code), e0);
                 }
                 let (lo, hi) = (edges[j] as usize, edges[j + 1] as usize);
                 for (i, &v) in zz.iter().enumerate().take(hi).skip(lo) {
@@ -275,7 +275,11 @@ pub fn decode(f: &FdsrBody, shape: &[usize]) -> Result<Vec<f32>> {
                 let mut zz = [0f32; 64];
                 zz[0] = get(&mut r, bits[0], dc_scale)?;
                 for j in (1..nb).filter(|&j| bits[j] > 0) {
-                    let scale = if bits[j] == 16 { 0.0 } else { scale_value(r.read(8)? as u8, f.e0) };
+                    let scale = if bits[j] == 16 {
+                        0.0
+                    } else {
+                        scale_value(ac_scale_code(r.read(AC_SCALE_BITS)? as u8), f.e0)
+                    };
                     for z in &mut zz[edges[j] as usize..edges[j + 1] as usize] {
                         *z = get(&mut r, bits[j], scale)?;
                     }

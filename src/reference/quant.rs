@@ -1,9 +1,10 @@
 //! Shared quantization primitives (docs/CODEC.md, "Shared primitives"): the counter-based RNG,
-//! power-of-two construction, 8-bit log-scale codes, symmetric and asymmetric stochastic
-//! quantization, and bf16/f16 conversions. `shaders/rng.wgsl` (the RNG) and
+//! power-of-two construction, 8-bit log-scale codes and the AC bands' coarser ones, symmetric
+//! and asymmetric stochastic quantization, and bf16/f16 conversions. `shaders/rng.wgsl` (the RNG) and
 //! `shaders/common.wgsl` (the rest) mirror every function here.
 
 use crate::rules::config::Rounding;
+use crate::rules::format::AC_SCALE_BITS;
 use half::f16;
 
 /// Smallest allowed base exponent of the scale codes.
@@ -81,6 +82,30 @@ pub fn encode_scale(m: f32, e0: i32) -> u8 {
     };
     let lo = (255 - 8 * e0 - 1008).max(1);
     (8 * (e - e0) + k + 255).clamp(lo, 255) as u8
+}
+
+/// Scale-code steps (eighths of an octave) between neighbouring AC scale codes.
+const AC_SCALE_STEP: i32 = 2;
+/// The scale code of AC code 0 (unused: AC code 0 means zero); AC code `a > 0` is
+/// `AC_SCALE_BASE + AC_SCALE_STEP·a`, the top one 255.
+const AC_SCALE_BASE: i32 = 255 - AC_SCALE_STEP * ((1 << AC_SCALE_BITS) - 1);
+
+/// AC scale code of magnitude `m` under `e0`: 0 for `m <= 0`, else the least code (1 up) whose
+/// scale ([`ac_scale_code`]) is `>= m`; magnitudes below the lowest code's scale take code 1.
+pub fn encode_ac_scale(m: f32, e0: i32) -> u8 {
+    match encode_scale(m, e0) {
+        0 => 0,
+        c => ((c as i32 - AC_SCALE_BASE + AC_SCALE_STEP - 1) / AC_SCALE_STEP).clamp(1, (1 << AC_SCALE_BITS) - 1) as u8,
+    }
+}
+
+/// The scale code (of [`scale_value`], [`inv_scale`]) of AC scale code `a`.
+pub fn ac_scale_code(a: u8) -> u8 {
+    if a == 0 {
+        0
+    } else {
+        (AC_SCALE_BASE + AC_SCALE_STEP * a as i32) as u8
+    }
 }
 
 /// The table index `v = c - 255 + 8·e0` of a non-zero code.
@@ -242,6 +267,32 @@ mod tests {
         }
         assert_eq!(encode_scale(0.0, 3), 0);
         assert_eq!(scale_value(0, 3), 0.0);
+    }
+
+    #[test]
+    fn ac_scale_covers_magnitude_at_a_quarter_octave() {
+        for m in values() {
+            let e0 = e0_for(m);
+            let a = encode_ac_scale(m, e0);
+            assert!((1..32).contains(&a), "m {m:e}: code {a}");
+            let s = scale_value(ac_scale_code(a), e0);
+            // The top octave of f32 saturates (its top code needs 2^128).
+            if m <= pow2(127) {
+                assert!(s >= m, "m {m:e} e0 {e0} code {a} scale {s:e}");
+                // Minimal, and within a quarter octave of m where m is in the codes' range.
+                if a > 1 && m >= pow2(-120) && m <= pow2(100) {
+                    assert!(scale_value(ac_scale_code(a - 1), e0) < m, "code {a} not minimal for {m:e}");
+                    assert!(s <= m * 2f32.powf(0.25) * 1.0001, "m {m:e} scale {s:e}");
+                }
+            }
+        }
+        let e0 = e0_for(1.0);
+        assert_eq!(encode_ac_scale(0.0, e0), 0);
+        assert_eq!(ac_scale_code(0), 0);
+        assert_eq!(ac_scale_code(31), 255);
+        // Far below the tensor's maximum: the lowest code, whose scale still covers m.
+        assert_eq!(encode_ac_scale(1e-6, e0), 1);
+        assert!(scale_value(ac_scale_code(1), e0) >= 1e-6);
     }
 
     #[test]

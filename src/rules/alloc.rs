@@ -2,6 +2,7 @@
 //! statistics of one analysis pass, choose bits per band of least estimated error whose exact
 //! stored size fits `budget · numel` bits. Pure Rust; the reference and the codec share it.
 
+use super::format::AC_SCALE_BITS;
 use super::sizes::{self as serialize, words_for_bits};
 use crate::error::{FdsrError, Result};
 
@@ -14,15 +15,15 @@ pub const EXHAUSTIVE_MAX_BANDS: usize = 5;
 pub use super::config::coherent_weight_at;
 
 /// Payload bits of one tile by class (zero, DC-only, full, reference in the serialized form):
-/// DC `b_0` bits for classes 1 and 2, plus for class 2 each AC band with `b > 0`: 8 bits of scale
-/// (unless `b = 16`) and `n_band · b` bits.
+/// DC `b_0` bits for classes 1 and 2, plus for class 2 each AC band with `b > 0`: an
+/// [`AC_SCALE_BITS`]-bit scale code (unless `b = 16`) and `n_band · b` bits.
 pub fn class_bits(edges: &[u8], bits: &[u8]) -> [u32; 4] {
     let dc = bits.first().copied().unwrap_or(0) as u32;
     let mut ac = 0u32;
     for (j, &b) in bits.iter().enumerate().skip(1) {
         let n = edges.get(j + 1).zip(edges.get(j)).map_or(0, |(e1, e0)| e1.saturating_sub(*e0)) as u32;
         if b > 0 {
-            ac += if b == 16 { 0 } else { 8 } + n * b as u32;
+            ac += if b == 16 { 0 } else { AC_SCALE_BITS } + n * b as u32;
         }
     }
     [0, dc, dc + ac, 0]
@@ -336,6 +337,6 @@ mod tests {
         assert_eq!(flat_bits_for_budget(1 << 16, 100.0).unwrap(), 8);
         assert_eq!(flat_bits_for_fixed(&[8, 4, 3, 2]), 8);
         assert_eq!(flat_bits_for_fixed(&[0, 0]), 1);
-        assert_eq!(class_bits(&[0, 1, 6, 28, 64], &[8, 4, 0, 16]), [0, 8, 8 + 8 + 20 + 36 * 16, 0]);
+        assert_eq!(class_bits(&[0, 1, 6, 28, 64], &[8, 4, 0, 16]), [0, 8, 8 + AC_SCALE_BITS + 20 + 36 * 16, 0]);
     }
 }

@@ -3,7 +3,10 @@
 use super::config::Rounding;
 
 /// Serialized format version; bumped on any layout change.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
+/// Bits of an AC band's scale code in an fdsr full tile's payload (docs/CODEC.md, "AC scale
+/// codes"; version 1 stored 8).
+pub const AC_SCALE_BITS: u32 = 5;
 
 /// Tile classes of the `fdsr` body, 2 bits each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
