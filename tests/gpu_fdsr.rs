@@ -185,7 +185,9 @@ fn grad_weight_follows_the_budget() {
     let shape = [4, 8, 32, 32];
     let x = noisy_activation(shape, 91);
     let opts = CodecOptions { seed: 3, tensor_id: 1, rounding: Rounding::Stochastic };
+    // The four bands DC, low, mid, high, where this tensor's bits depend on the weight.
     let bits = |p: String| {
+        let p = format!("{p},edges=0/1/6/28/64");
         let c = pollster::block_on(compress(&ctx, &x, &shape, &p.parse().unwrap(), &opts)).unwrap();
         fdsr_body(&c).bits.clone()
     };

@@ -11,6 +11,7 @@
 
 use fdsr::codec::alloc::stored_bytes;
 use fdsr::reference::{dct, fdsr as reference};
+use fdsr::rules::format::AC_SCALE_BITS;
 use fdsr::{CodecOptions, Rounding, TileClass};
 
 /// Bytes, energy and error of one band.
@@ -20,7 +21,7 @@ pub struct BandCost {
     pub coefs: usize,
     /// Bits per coefficient.
     pub bits: u8,
-    /// Payload bytes (codes and the band's 8-bit scale per full tile).
+    /// Payload bytes (codes and the band's scale code per full tile).
     pub bytes: f64,
     /// `Σ c²` of the band's exact coefficients.
     pub energy: f64,
@@ -120,7 +121,7 @@ impl Pick {
 fn band_bits(class: TileClass, j: usize, n: usize, b: u8) -> u64 {
     match (class, j) {
         (TileClass::DcOnly | TileClass::Full, 0) => u64::from(b),
-        (TileClass::Full, _) if b > 0 => (if b == 16 { 0 } else { 8 }) + (n * b as usize) as u64,
+        (TileClass::Full, _) if b > 0 => u64::from(if b == 16 { 0 } else { AC_SCALE_BITS }) + (n * b as usize) as u64,
         _ => 0,
     }
 }
@@ -239,7 +240,7 @@ mod tests {
         // The dropped high band's error is its whole energy; the DC at 8 bits costs least.
         let high = &tile.bands[3];
         assert!(high.energy > 0.0 && (high.sq_error - high.energy).abs() < 1e-6 * high.energy.max(1.0));
-        assert_eq!(tile.bands.iter().map(|b| b.bytes).sum::<f64>(), (8 + 8 + 5 * 4 + 8 + 22 * 2) as f64 / 8.0);
+        assert_eq!(tile.bands.iter().map(|b| b.bytes).sum::<f64>(), (8 + 5 + 5 * 4 + 5 + 22 * 2) as f64 / 8.0);
         // The bytes per band add up to the codec's own: the payload of the encoded body (in whole
         // words) and the stored size of the reference codec's output at these bits.
         let payload: f64 = tensor.bands.iter().map(|b| b.bytes).sum();

@@ -53,7 +53,7 @@ fn frames_train_and_fill_the_panels() {
     assert!(h.loss().iter().all(|p| p[1].is_finite()));
     let last = h.last().unwrap();
     let bn2 = last.records.iter().find(|r| r.name == "layer2.bn.input").expect("records of the step");
-    assert_eq!(bn2.bits.len(), 4, "{bn2:?}");
+    assert_eq!(bn2.bits.len(), fdsr::rules::config::DEFAULT_BAND_EDGES.len() - 1, "{bn2:?}");
     assert!(bn2.classes.iter().sum::<u64>() > 0, "{bn2:?}");
     assert!(shapes > 50, "the frame drew only {shapes} shapes");
     drop(sh);

@@ -1,7 +1,7 @@
 //! Shared quantization primitives (docs/CODEC.md, "Shared primitives"): the counter-based RNG,
 //! power-of-two construction, 8-bit log-scale codes and the AC bands' coarser ones, symmetric
-//! and asymmetric stochastic quantization, and bf16/f16 conversions. `shaders/rng.wgsl` (the RNG) and
-//! `shaders/common.wgsl` (the rest) mirror every function here.
+//! and asymmetric stochastic quantization, and bf16/f16 conversions. `shaders/rng.wgsl` (the
+//! RNG) and `shaders/common.wgsl` (the rest) mirror every function here.
 
 use crate::rules::config::Rounding;
 use crate::rules::format::AC_SCALE_BITS;

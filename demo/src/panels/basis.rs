@@ -4,24 +4,29 @@
 
 use egui::{Color32, Rect, Sense, Vec2};
 use fdsr::reference::dct;
+use fdsr::rules::config::DEFAULT_BAND_EDGES;
 
-/// Band of zig-zag index `z` (DC, low, mid, high; default edges 1, 6, 28).
+/// Band of zig-zag index `z` under the default edges (DC, low, mid, high, top).
 pub fn band_of_zigzag(z: usize) -> usize {
-    match z {
-        0 => 0,
-        1..=5 => 1,
-        6..=27 => 2,
-        _ => 3,
-    }
+    DEFAULT_BAND_EDGES.iter().filter(|&&e| usize::from(e) <= z).count() - 1
 }
 
-/// Colour of each band.
-pub const BAND_COLOURS: [Color32; 4] = [
-    Color32::from_rgb(230, 80, 80),
-    Color32::from_rgb(240, 170, 60),
-    Color32::from_rgb(90, 180, 90),
-    Color32::from_rgb(80, 130, 230),
-];
+/// Names of the default bands; a band past them (custom edges) is named by its index.
+pub fn band_name(j: usize) -> String {
+    ["DC", "low", "mid", "high", "top"].get(j).map_or_else(|| format!("band {j}"), |s| s.to_string())
+}
+
+/// Colour of band `j` (bands past the default ones share the last colour).
+pub fn band_colour(j: usize) -> Color32 {
+    const COLOURS: [Color32; 5] = [
+        Color32::from_rgb(230, 80, 80),
+        Color32::from_rgb(240, 170, 60),
+        Color32::from_rgb(90, 180, 90),
+        Color32::from_rgb(80, 130, 230),
+        Color32::from_rgb(160, 90, 220),
+    ];
+    COLOURS[j.min(COLOURS.len() - 1)]
+}
 
 /// Grey level of `v` on a scale `[-scale, scale]` (`signed`) or `[0, scale]`.
 pub fn grey(v: f32, scale: f32, signed: bool) -> Color32 {
@@ -41,7 +46,7 @@ pub fn tile(ui: &mut egui::Ui, v: &[f32; 64], px: f32, signed: bool, tint: bool)
         let r = Rect::from_min_size(rect.min + Vec2::new((i % 8) as f32 * px, (i / 8) as f32 * px), Vec2::splat(px));
         painter.rect_filled(r, 0.0, grey(x, scale, signed));
         if tint {
-            let c = BAND_COLOURS[band_of_zigzag(zz_of[i])];
+            let c = band_colour(band_of_zigzag(zz_of[i]));
             painter.rect_stroke(r.shrink(1.0), 0.0, egui::Stroke::new(2.0, c), egui::StrokeKind::Inside);
         }
     }
@@ -88,7 +93,7 @@ impl Explorer {
 
     /// Draws the basis grid (click adds 1 to that coefficient), the sliders and the image.
     pub fn show(&mut self, ui: &mut egui::Ui) {
-        ui.label("The 64 DCT basis images (border: DC, low, mid, high band). Click one to add it.");
+        ui.label("The 64 DCT basis images (border: DC, low, mid, high, top band). Click one to add it.");
         ui.horizontal_top(|ui| {
             egui::Grid::new("basis").spacing([3.0, 3.0]).show(ui, |ui| {
                 let zz = zigzag_of_raster();
@@ -99,7 +104,7 @@ impl Explorer {
                     ui.painter().rect_stroke(
                         rect,
                         0.0,
-                        egui::Stroke::new(1.5, BAND_COLOURS[b]),
+                        egui::Stroke::new(1.5, band_colour(b)),
                         egui::StrokeKind::Outside,
                     );
                     if resp.on_hover_text(format!("frequency ({}, {}), zig-zag {}", i / 8, i % 8, zz[i])).clicked() {
@@ -154,10 +159,10 @@ mod tests {
 
     #[test]
     fn bands_follow_the_default_edges() {
-        let counts = (0..64).fold([0; 4], |mut c, z| {
+        let counts = (0..64).fold([0; 5], |mut c, z| {
             c[band_of_zigzag(z)] += 1;
             c
         });
-        assert_eq!(counts, [1, 5, 22, 36]);
+        assert_eq!(counts, [1, 5, 22, 17, 19]);
     }
 }

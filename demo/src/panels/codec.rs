@@ -4,10 +4,10 @@
 use egui::Vec2;
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
+use super::basis::band_name;
 use super::heat;
 use crate::history::{hit_rate, History};
 
-const BANDS: [&str; 4] = ["DC", "low", "mid", "high"];
 const CLASSES: [&str; 4] = ["zero", "DC-only", "full", "reference"];
 
 /// Height of the bit-allocation heatmap's rows together (points).
@@ -30,7 +30,7 @@ pub fn bits(ui: &mut egui::Ui, h: &History) {
     for name in &tensors {
         let bands = last.records.iter().find(|r| r.name == *name).map_or(0, |r| r.bits.len());
         for b in 0..bands {
-            labels.push(format!("{name} {}", BANDS.get(b).unwrap_or(&"?")));
+            labels.push(format!("{name} {}", band_name(b)));
             cells.push(
                 snaps
                     .iter()
@@ -83,8 +83,8 @@ pub fn energy(ui: &mut egui::Ui, h: &History) {
     heat::legend(ui, "share of AC energy", &["0%", "50%", "100%"].map(String::from));
     egui::Grid::new("energy").striped(true).show(ui, |ui| {
         ui.label("tensor");
-        for b in &BANDS[1..] {
-            ui.label(*b);
+        for b in 1..rows.iter().map(|r| r.band_energy.len()).max().unwrap_or(1) {
+            ui.label(band_name(b));
         }
         ui.end_row();
         for r in rows {

@@ -9,13 +9,11 @@
 use egui::Color32;
 use fdsr::engine::saved::TensorRecord;
 
-use super::basis::{tile, BAND_COLOURS};
+use super::basis::{band_colour, band_name, tile};
 use super::fmap;
 use crate::activation::Activation;
 use crate::budget::{bits_at, mask};
 use crate::story::{tell, Input, Mask, Pick, TensorStory, TileStory};
-
-const BANDS: [&str; 4] = ["DC", "low", "mid", "high"];
 
 /// What the panel shows: the layer and the tile.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -114,7 +112,7 @@ fn bands(ui: &mut egui::Ui, t: &TileStory, whole: &TensorStory) {
         }
         ui.end_row();
         for (j, (b, w)) in t.bands.iter().zip(&whole.bands).enumerate() {
-            ui.colored_label(BAND_COLOURS[j.min(3)], BANDS.get(j).copied().unwrap_or("?"));
+            ui.colored_label(band_colour(j), band_name(j));
             ui.label(format!("{} × {}", b.bits, b.coefs));
             ui.label(format!("{:.1}", b.bytes));
             ui.label(format!("{:.2e}", b.sq_error));

@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use fdsr::codec::api;
-use fdsr::codec::config::{parse_list, BitChoice, CodecOptions, Policy};
+use fdsr::codec::config::{default_edges_for, parse_list, BitChoice, CodecOptions, Policy};
 use fdsr::gpu::{Compute, ContextOptions};
 use fdsr::io::{read_npy, write_atomic, write_npy, Tensor};
 use fdsr::{Compressed, FdsrError, GpuContext, Result};
@@ -112,6 +112,9 @@ fn policy_of(a: &CompressArgs) -> Result<Policy> {
             }
             if let Some(b) = &a.bits {
                 cfg.bits = BitChoice::Fixed(parse_list(b)?);
+                if !a.policy.contains("edges=") {
+                    cfg.band_edges = default_edges_for(&cfg.bits).to_vec();
+                }
             }
             if a.reuse && cfg.reuse.is_none() {
                 cfg.reuse = Some(Default::default());

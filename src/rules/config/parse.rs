@@ -25,6 +25,7 @@ impl FromStr for Policy {
             ("fdsr", None) => Policy::Fdsr(FdsrConfig::default()),
             ("fdsr", Some(a)) => {
                 let mut c = FdsrConfig::default();
+                let mut edges_given = false;
                 let (a, flags) = split_flags(a);
                 for flag in flags {
                     match flag.split_once('=').map_or((flag, None), |(k, v)| (k, Some(v))) {
@@ -37,7 +38,10 @@ impl FromStr for Policy {
                             c.grad_weight = Some(w.parse().map_err(|_| bad())?);
                         }
                         ("auto", None) => c.auto = true,
-                        ("edges", Some(v)) => c.band_edges = parse_list(&v.replace('/', ","))?,
+                        ("edges", Some(v)) => {
+                            c.band_edges = parse_list(&v.replace('/', ","))?;
+                            edges_given = true;
+                        }
                         ("reuse", v) => c.reuse = Some(v.map_or(Ok(ReuseConfig::default()), ReuseConfig::parse)?),
                         _ => return Err(bad()),
                     }
@@ -56,6 +60,9 @@ impl FromStr for Policy {
                     c.bits = BitChoice::Fixed(parse_list(b)?);
                 } else {
                     return Err(bad());
+                }
+                if !edges_given {
+                    c.band_edges = super::default_edges_for(&c.bits).to_vec();
                 }
                 Policy::Fdsr(c)
             }
