@@ -180,20 +180,36 @@ pub fn choose_bits(stats: &FdsrStats, budget: f64) -> Result<Vec<u8>> {
     }
 }
 
-/// Every choice of {1..8,16} for DC and {0..8,16} per AC band.
+/// Every choice of {1..8,16} for DC and {0..8,16} per AC band, in odometer order (last band
+/// fastest). Each band's error at each width is computed once and summed in band order, as
+/// [`total_error`] sums it; the size grows with every band's width, so once a choice does not
+/// fit, the last band's wider choices are skipped. Same result as trying every choice, with
+/// no allocation per choice: the controller calls this for every tensor and level at a probe.
 fn exhaustive(stats: &FdsrStats, limit: f64, n: usize) -> Vec<u8> {
+    let ladder = |j: usize| -> &'static [u8] {
+        if j == 0 {
+            &DC_CHOICES
+        } else {
+            &AC_CHOICES
+        }
+    };
+    let errs: Vec<Vec<f64>> = (0..n).map(|j| ladder(j).iter().map(|&b| band_error(stats, j, b)).collect()).collect();
     let mut best: Option<(f64, usize, Vec<u8>)> = None;
     let mut idx = vec![0usize; n];
+    let mut bits = vec![0u8; n];
     loop {
-        let bits: Vec<u8> =
-            idx.iter().enumerate().map(|(j, &i)| if j == 0 { DC_CHOICES[i] } else { AC_CHOICES[i] }).collect();
+        for (j, b) in bits.iter_mut().enumerate() {
+            *b = ladder(j)[idx[j]];
+        }
         let size = stored_bytes(stats, &bits);
         if (size * 8) as f64 <= limit {
-            let err = total_error(stats, &bits);
-            let better = best.as_ref().is_none_or(|(e, s, _)| err < *e || (err == *e && size < *s));
-            if better {
-                best = Some((err, size, bits));
+            let err = errs.iter().zip(&idx).fold(0.0, |e, (t, &i)| e + t[i]);
+            if best.as_ref().is_none_or(|(e, s, _)| err < *e || (err == *e && size < *s)) {
+                best = Some((err, size, bits.clone()));
             }
+        } else {
+            // Wider choices of the last band are larger still.
+            idx[n - 1] = ladder(n - 1).len() - 1;
         }
         // Odometer increment, last band fastest.
         let mut j = n;
@@ -209,9 +225,8 @@ fn exhaustive(stats: &FdsrStats, limit: f64, n: usize) -> Vec<u8> {
                 );
             }
             j -= 1;
-            let len = if j == 0 { DC_CHOICES.len() } else { AC_CHOICES.len() };
             idx[j] += 1;
-            if idx[j] < len {
+            if idx[j] < ladder(j).len() {
                 break;
             }
             idx[j] = 0;
@@ -272,6 +287,7 @@ mod tests {
     fn stats(bands: usize) -> FdsrStats {
         let edges: Vec<u8> = match bands {
             4 => vec![0, 1, 6, 28, 64],
+            5 => vec![0, 1, 6, 28, 45, 64],
             _ => vec![0, 1, 3, 6, 10, 15, 28, 64],
         };
         let mut s = FdsrStats::new(&edges);
@@ -303,6 +319,34 @@ mod tests {
             fewer |= dropped(&g) < dropped(&p);
         }
         assert!(fewer, "the weight changes some choice");
+    }
+
+    #[test]
+    fn the_search_finds_what_trying_every_choice_finds() {
+        for bands in [4, 5] {
+            let mut s = stats(bands);
+            s.coherent_weight = 8.0;
+            for budget in [0.3, 0.8, 1.25, 2.0, 3.0, 4.5, 12.0] {
+                let limit = budget * s.numel as f64;
+                let combos = 9 * 10usize.pow(bands as u32 - 1);
+                let mut best: Option<(f64, usize, Vec<u8>)> = None;
+                for k in 0..combos {
+                    let (mut r, mut bits) = (k, vec![0u8; bands]);
+                    for j in (0..bands).rev() {
+                        let ladder: &[u8] = if j == 0 { &DC_CHOICES } else { &AC_CHOICES };
+                        bits[j] = ladder[r % ladder.len()];
+                        r /= ladder.len();
+                    }
+                    let (size, err) = (stored_bytes(&s, &bits), total_error(&s, &bits));
+                    let fits = (size * 8) as f64 <= limit;
+                    if fits && best.as_ref().is_none_or(|(e, z, _)| err < *e || (err == *e && size < *z)) {
+                        best = Some((err, size, bits));
+                    }
+                }
+                let want = best.map(|b| b.2);
+                assert_eq!(choose_bits(&s, budget).ok(), want, "{bands} bands, budget {budget}");
+            }
+        }
     }
 
     #[test]
