@@ -71,12 +71,15 @@ fn tree(lid: u32, is_max: bool) {
 }
 
 // Payload bits of a choice: DC bits per non-zero tile, the AC bands' scale codes and codes per full tile.
+// Payload bits per full tile of AC band j at b bits: its scale code (none at 16 bits), its codes.
+fn ac_band_bits(j: u32, b: u32) -> u32 {
+    if (b == 0u) { return 0u; }
+    return select(AC_SCALE_BITS, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b;
+}
+
 fn payload_bits(c: ptr<function, array<u32, 8>>, nonzero: u32, full: u32) -> u32 {
     var ac = 0u;
-    for (var j = 1u; j < p.nbands; j++) {
-        let b = ac_bits((*c)[j]);
-        if (b > 0u) { ac += select(AC_SCALE_BITS, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b; }
-    }
+    for (var j = 1u; j < p.nbands; j++) { ac += ac_band_bits(j, ac_bits((*c)[j])); }
     return nonzero * dc_bits((*c)[0]) + full * ac;
 }
 
@@ -155,7 +158,6 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
         // the last band adds its own term and bits (the sums of choice_error and payload_bits, in
         // their order, so the choice is theirs bit for bit at a tenth of the work).
         let last = p.nbands - 1u;
-        let n_last = edge(last + 1u) - edge(last);
         var prefixes = 9u;
         for (var j = 1u; j < last; j++) { prefixes *= 10u; }
         for (var pre = lid; pre < prefixes; pre += WG) {
@@ -164,8 +166,7 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
             for (var j = 0u; j < last; j++) { pe = pe + terms[j * 10u + c[j]]; }
             let ps = payload_bits(&c, nonzero, full);
             for (var k = 0u; k < 10u; k++) {
-                let b = ac_bits(k);
-                let size = ps + full * select(0u, select(AC_SCALE_BITS, 0u, b == 16u) + n_last * b, b > 0u);
+                let size = ps + full * ac_band_bits(last, ac_bits(k));
                 if (size > p.limit_bits) { continue; }
                 let err = pe + terms[last * 10u + k];
                 let idx = pre * 10u + k;
@@ -212,7 +213,7 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
         let b = select(0u, choice_bits(j, c[j]), j < p.nbands);
         region[j] = b;
         stats[6u + j] = b;
-        if (j > 0u && b > 0u) { ac += select(AC_SCALE_BITS, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b; }
+        if (j > 0u) { ac += ac_band_bits(j, b); }
         f16 = f16 || (j > 0u && b == 16u);
     }
     // The pack launch the bits need gets the grid (one invocation per tile as in the analysis, in

@@ -6,7 +6,7 @@ mod common;
 use fdsr::bench::activations::Rng;
 use fdsr::codec::config::ReuseConfig;
 use fdsr::reference::fdsr::analyze;
-use fdsr::reference::quant::{ac_scale_code, e0_for, encode_ac_scale, encode_scale, scale_value};
+use fdsr::reference::quant::{ac_scale, e0_for, encode_scale, scale_value};
 use fdsr::reference::reuse::{self, verify};
 use fdsr::{reference, Body, CodecOptions, Policy, Rounding, TileClass};
 use std::collections::HashSet;
@@ -74,11 +74,8 @@ fn verification_never_accepts_outside_the_bound() {
         let mut bounds = [0f64; 64];
         for j in 0..bits.len() {
             let (lo, hi) = (EDGES[j] as usize, EDGES[j + 1] as usize);
-            let scale = if j == 0 {
-                dc_scale
-            } else {
-                scale_value(ac_scale_code(encode_ac_scale(cs[lo..hi].iter().fold(0f32, |a, c| a.max(c.abs())), e0)), e0)
-            };
+            let scale =
+                if j == 0 { dc_scale } else { ac_scale(cs[lo..hi].iter().fold(0f32, |a, c| a.max(c.abs())), e0) };
             let l = ((1u32 << bits[j]) - 1) as f64;
             for z in lo..hi {
                 bounds[z] = if bits[j] == 0 { f64::INFINITY } else { scale as f64 / l };
@@ -145,7 +142,7 @@ fn reused_tiles_stay_within_the_error_bound() {
                 let scale = if j == 0 {
                     scale_value(encode_scale(a.plane_dcmax[s / per_plane], e0), e0)
                 } else {
-                    scale_value(ac_scale_code(encode_ac_scale(a.band_max[s * bits.len() + j], e0)), e0)
+                    ac_scale(a.band_max[s * bits.len() + j], e0)
                 };
                 let l = ((1u32 << bits[j]) - 1) as f64;
                 // |c_t − ĉ_s| ≤ |c_t − c_s| + |c_s − ĉ_s| ≤ scale/L + q·scale/L.

@@ -9,9 +9,8 @@
 //! are the forward DCT of the decoded tile, exact where planes are whole tiles (every 4-D
 //! activation of `tiny` and `cnn`).
 
-use fdsr::codec::alloc::stored_bytes;
+use fdsr::codec::alloc::{ac_band_bits, stored_bytes};
 use fdsr::reference::{dct, fdsr as reference};
-use fdsr::rules::format::AC_SCALE_BITS;
 use fdsr::{CodecOptions, Rounding, TileClass};
 
 /// Bytes, energy and error of one band.
@@ -121,7 +120,7 @@ impl Pick {
 fn band_bits(class: TileClass, j: usize, n: usize, b: u8) -> u64 {
     match (class, j) {
         (TileClass::DcOnly | TileClass::Full, 0) => u64::from(b),
-        (TileClass::Full, _) if b > 0 => u64::from(if b == 16 { 0 } else { AC_SCALE_BITS }) + (n * b as usize) as u64,
+        (TileClass::Full, _) => u64::from(ac_band_bits(n as u32, b)),
         _ => 0,
     }
 }

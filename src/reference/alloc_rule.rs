@@ -3,8 +3,8 @@
 //! the estimated error of each band at each width, and the choice of least error whose payload
 //! fits the region. Pure Rust; imports nothing it judges.
 
+use crate::rules::alloc::ac_band_bits;
 pub use crate::rules::alloc::{class_bits, AC_CHOICES, DC_CHOICES, EXHAUSTIVE_MAX_BANDS};
-use crate::rules::format::AC_SCALE_BITS;
 
 /// Statistics per analysis workgroup: 8 × `Σ n·max²`, 8 × `Σ c²`, zero, DC-only, full, max.
 pub const STATS: usize = 20;
@@ -134,10 +134,7 @@ pub struct Limits<'a> {
 fn payload(c: &[usize], edges: &[u8], nonzero: u32, full: u32) -> u32 {
     let mut ac = 0u32;
     for (j, &cj) in c.iter().enumerate().skip(1) {
-        let b = u32::from(choice_bits(j, cj));
-        if b > 0 {
-            ac += if b == 16 { 0 } else { AC_SCALE_BITS } + u32::from(edges[j + 1] - edges[j]) * b;
-        }
+        ac += ac_band_bits(u32::from(edges[j + 1] - edges[j]), choice_bits(j, cj));
     }
     nonzero.wrapping_mul(u32::from(choice_bits(0, c[0]))).wrapping_add(full.wrapping_mul(ac))
 }

@@ -108,6 +108,11 @@ pub fn ac_scale_code(a: u8) -> u8 {
     }
 }
 
+/// The scale an AC band whose largest |coefficient| is `m` is coded with (0 for `m <= 0`).
+pub fn ac_scale(m: f32, e0: i32) -> f32 {
+    scale_value(ac_scale_code(encode_ac_scale(m, e0)), e0)
+}
+
 /// The table index `v = c - 255 + 8·e0` of a non-zero code.
 fn code_v(code: u8, e0: i32) -> i32 {
     code as i32 - 255 + 8 * e0

@@ -4,7 +4,7 @@
 //! `shaders/fdsr_reuse.wgsl` mirrors every step; its hash table only finds the same buckets.
 
 use super::fdsr::Analysis;
-use super::quant::{ac_scale_code, encode_ac_scale, encode_scale, f16_encode, hash, scale_value};
+use super::quant::{ac_scale, encode_scale, f16_encode, hash, scale_value};
 use crate::rules::config::ReuseConfig;
 use crate::rules::format::TileClass;
 use std::collections::HashMap;
@@ -92,11 +92,7 @@ pub fn verify(ct: &[f32; 64], cs: &[f32; 64], dc_scale: f32, edges: &[u8], bits:
             }
             continue;
         }
-        let scale = if j == 0 {
-            dc_scale
-        } else {
-            scale_value(ac_scale_code(encode_ac_scale(cs[lo..hi].iter().fold(0f32, |a, c| a.max(c.abs())), e0)), e0)
-        };
+        let scale = if j == 0 { dc_scale } else { ac_scale(cs[lo..hi].iter().fold(0f32, |a, c| a.max(c.abs())), e0) };
         let l = ((1u32 << b) - 1) as f32;
         let tol = scale * VERIFY_MARGIN;
         if (lo..hi).any(|z| (ct[z] - cs[z]).abs() * l > tol) {

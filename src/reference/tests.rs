@@ -94,14 +94,7 @@ fn tile_bound(a: &fdsr::Analysis, f: &crate::rules::format::FdsrBody, t: usize, 
         TileClass::Zero => 0.0,
         TileClass::DcOnly => band_bound(0, dc_scale) + zz[1..].iter().map(|&c| sq(c)).sum::<f64>(),
         _ => {
-            let ac: f64 = (1..nb)
-                .map(|j| {
-                    band_bound(
-                        j,
-                        scale_value(quant::ac_scale_code(quant::encode_ac_scale(a.band_max[t * nb + j], f.e0)), f.e0),
-                    )
-                })
-                .sum();
+            let ac: f64 = (1..nb).map(|j| band_bound(j, quant::ac_scale(a.band_max[t * nb + j], f.e0))).sum();
             band_bound(0, dc_scale) + ac
         }
     }

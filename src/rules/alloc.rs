@@ -14,6 +14,16 @@ pub const DC_CHOICES: [u8; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 16];
 pub const EXHAUSTIVE_MAX_BANDS: usize = 5;
 pub use super::config::coherent_weight_at;
 
+/// Payload bits per full tile of an AC band of `n` coefficients at `b` bits: an
+/// [`AC_SCALE_BITS`]-bit scale code (none at 16 bits, nothing at 0) and `n · b` bits of codes.
+pub fn ac_band_bits(n: u32, b: u8) -> u32 {
+    match b {
+        0 => 0,
+        16 => 16 * n,
+        b => AC_SCALE_BITS + n * u32::from(b),
+    }
+}
+
 /// Payload bits of one tile by class (zero, DC-only, full, reference in the serialized form):
 /// DC `b_0` bits for classes 1 and 2, plus for class 2 each AC band with `b > 0`: an
 /// [`AC_SCALE_BITS`]-bit scale code (unless `b = 16`) and `n_band · b` bits.
@@ -22,9 +32,7 @@ pub fn class_bits(edges: &[u8], bits: &[u8]) -> [u32; 4] {
     let mut ac = 0u32;
     for (j, &b) in bits.iter().enumerate().skip(1) {
         let n = edges.get(j + 1).zip(edges.get(j)).map_or(0, |(e1, e0)| e1.saturating_sub(*e0)) as u32;
-        if b > 0 {
-            ac += if b == 16 { 0 } else { AC_SCALE_BITS } + n * b as u32;
-        }
+        ac += ac_band_bits(n, b);
     }
     [0, dc, dc + ac, 0]
 }
