@@ -141,6 +141,14 @@ fn encode_ac_scale(m: f32, e0: i32) -> u32 {
 // The scale code of AC scale code a.
 fn ac_scale_code(a: u32) -> u32 { return select(u32(AC_SCALE_BASE) + 2u * a, 0u, a == 0u); }
 
+// The AC scale code of a band at bits in 1..=8 whose largest |coefficient| is m: 0 (the band zero
+// in this tile) where m·L·√2 is below the scale of encode_ac_scale's code (quant::ac_band_code).
+fn ac_band_code(m: f32, e0: i32, bits: u32) -> u32 {
+    let a = encode_ac_scale(m, e0);
+    let l = f32((1u << bits) - 1u);
+    return select(a, 0u, a != 0u && m * l * 1.4142135 < scale_value(ac_scale_code(a), e0));
+}
+
 fn scale_value(code: u32, e0: i32) -> f32 {
     let v = i32(code) - 255 + 8 * e0;
     return tab_t(u32(v & 7)) * pow2(v >> 3u);

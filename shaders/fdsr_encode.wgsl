@@ -213,7 +213,7 @@ fn pack_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
         let mx = band_accumulate(h.c); // (its energies unused)
         for (var b = 1u; b < 8u; b++) {
             s.bits[b] = select(0u, band_bits(b), b < p.nbands);
-            s.code[b] = encode_ac_scale(mx.mx[b], h.e0);
+            s.code[b] = select(0u, ac_band_code(mx.mx[b], h.e0, s.bits[b]), s.bits[b] > 0u);
             s.inv[b] = select(inv_scale(ac_scale_code(s.code[b]), h.e0), 0.0, s.code[b] == 0u);
         }
         emit(&wr, &s, 1u, h.c.r0.a.y);
@@ -343,7 +343,7 @@ fn pack_tiles_compact(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgro
             } else if (bits > 0u) {
                 var mx = 0.0;
                 for (var z = lo; z < hi; z++) { mx = max(mx, abs(zz[z])); }
-                let code = encode_ac_scale(mx, h.e0);
+                let code = ac_band_code(mx, h.e0, bits);
                 let inv = select(inv_scale(ac_scale_code(code), h.e0), 0.0, code == 0u);
                 put(&wr, code, AC_SCALE_BITS);
                 drain(&wr);

@@ -91,6 +91,35 @@ fn gpu_encoding_matches_reference_with_fixed_bits() {
 }
 
 #[test]
+fn bands_far_below_the_tensor_maximum_are_zero_not_noise() {
+    let Some(ctx) = common::gpu() else { return };
+    // Plane 0 sets e0; the other planes sit 2^-12 and 2^-16 below it, under the lowest AC code.
+    let shape = [1, 3, 32, 32];
+    let mut x = noisy_activation(shape, 60);
+    let plane = 32 * 32;
+    for (p, f) in [(1, 2f32.powi(-12)), (2, 2f32.powi(-16))] {
+        x[p * plane..(p + 1) * plane].iter_mut().for_each(|v| *v *= f);
+    }
+    let p: Policy = "fdsr:bits=8,3,3,3".parse().unwrap();
+    for rounding in [Rounding::Stochastic, Rounding::Nearest] {
+        let opts = CodecOptions { seed: 7, tensor_id: 3, rounding };
+        let (g, r) = both(&ctx, &x, &shape, &p, &opts);
+        assert_eq!(fdsr_body(&g).classes, fdsr_body(&r).classes);
+        assert!(mismatch_fraction(&fdsr_body(&g).payload, &fdsr_body(&r).payload) <= 0.01);
+        let gd = pollster::block_on(decompress(&ctx, &g)).unwrap();
+        for (p, d) in [(&gd, "GPU"), (&reference::decompress(&r).unwrap(), "reference")].map(|(d, n)| (n, d)) {
+            for q in 1..3 {
+                let (xs, ds) = (&x[q * plane..(q + 1) * plane], &d[q * plane..(q + 1) * plane]);
+                let err: f64 = xs.iter().zip(ds).map(|(a, b)| ((a - b) as f64).powi(2)).sum();
+                let norm: f64 = xs.iter().map(|&a| (a as f64).powi(2)).sum();
+                // Dropped AC is at most the plane itself; rounding at the lowest scale gave 50 times it.
+                assert!(err <= norm, "{p} {rounding:?} plane {q}: squared error {err:e} over {norm:e}");
+            }
+        }
+    }
+}
+
+#[test]
 fn gpu_decoder_reads_reference_bytes() {
     let Some(ctx) = common::gpu() else { return };
     let shape = [2, 4, 21, 27];

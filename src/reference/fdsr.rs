@@ -218,7 +218,7 @@ pub fn encode(a: &Analysis, bits: &[u8], opts: &CodecOptions) -> FdsrBody {
             for j in (1..nb).filter(|&j| bits[j] > 0) {
                 let mut inv = 0.0;
                 if scaled(bits[j]) {
-                    let code = encode_ac_scale(a.band_max[t * nb + j], e0);
+                    let code = ac_band_code(a.band_max[t * nb + j], e0, bits[j]);
                     w.write(code as u32, AC_SCALE_BITS);
                     inv = inv_scale(ac_scale_code(code), e0);
                 }

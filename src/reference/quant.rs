@@ -99,6 +99,21 @@ pub fn encode_ac_scale(m: f32, e0: i32) -> u8 {
     }
 }
 
+/// AC scale code of a band coded at `b ∈ 1..=8` bits whose largest |coefficient| is `m`:
+/// [`encode_ac_scale`], or 0 (the band is zero in this tile) where `m·L·√2` (`L = 2^b − 1`) is
+/// below that code's scale. That happens only below the lowest code's range, where the scale is
+/// far above `m` and stochastic rounding would turn every value into `±scale/L`, more error
+/// than the values themselves.
+pub fn ac_band_code(m: f32, e0: i32, b: u8) -> u8 {
+    let a = encode_ac_scale(m, e0);
+    let l = ((1u32 << b) - 1) as f32;
+    if a != 0 && m * l * std::f32::consts::SQRT_2 < scale_value(ac_scale_code(a), e0) {
+        0
+    } else {
+        a
+    }
+}
+
 /// The scale code (of [`scale_value`], [`inv_scale`]) of AC scale code `a`.
 pub fn ac_scale_code(a: u8) -> u8 {
     if a == 0 {
@@ -298,6 +313,23 @@ mod tests {
         // Far below the tensor's maximum: the lowest code, whose scale still covers m.
         assert_eq!(encode_ac_scale(1e-6, e0), 1);
         assert!(scale_value(ac_scale_code(1), e0) >= 1e-6);
+    }
+
+    #[test]
+    fn a_band_far_below_the_lowest_ac_scale_is_zero() {
+        let e0 = e0_for(1.0);
+        let low = scale_value(ac_scale_code(1), e0);
+        for b in 1..=8u8 {
+            let l = ((1u32 << b) - 1) as f32;
+            // In the codes' range the code is encode_ac_scale's, at every width.
+            for m in [1.0, 0.3, 0.01, low] {
+                assert_eq!(ac_band_code(m, e0, b), encode_ac_scale(m, e0), "m {m} b {b}");
+            }
+            // Below it: zero where ±low/L would be the larger error, the lowest code above that.
+            assert_eq!(ac_band_code(low / l * 0.7, e0, b), 0, "b {b}");
+            assert_eq!(ac_band_code(low / l * 0.72, e0, b), 1, "b {b}");
+            assert_eq!(ac_band_code(0.0, e0, b), 0);
+        }
     }
 
     #[test]
