@@ -14,9 +14,10 @@
 use std::collections::HashMap;
 
 use super::saved::{TensorRecord, MIN_CODEC_BUDGET};
-use crate::codec::alloc::{choose_bits, coherent_weight_at, total_error, FdsrStats};
+use crate::codec::alloc::{choose_bits, total_error};
 use crate::codec::config::{BitChoice, FdsrConfig, Policy};
 use crate::error::{FdsrError, Result};
+use levels::{level_bits, spend, Item};
 
 /// Step between budget levels the allocation considers (bits per value).
 pub const LEVEL_STEP: f64 = 0.25;
@@ -146,14 +147,6 @@ fn squared_error_of(r: &TensorRecord, records: &[TensorRecord], rel: &HashMap<&s
         .filter_map(|w| rel.get(w.as_str()).copied())
         .collect();
     (!errors.is_empty()).then(|| errors.iter().map(|e| e * e).sum())
-}
-
-/// A tensor the controller allocates for: compressed under a budget, with its analysis.
-struct Item<'a> {
-    name: &'a str,
-    numel: f64,
-    /// Estimated error at each level (`None` where the budget cannot hold the tensor).
-    errors: Vec<Option<f64>>,
 }
 
 impl Controller {
@@ -313,9 +306,11 @@ impl Controller {
             // its least, else the tensor goes without one.
             let codec = |b: f64| if r.own_mask && b - 1.0 >= MIN_CODEC_BUDGET { b - 1.0 } else { b };
             // Bits as the device would choose them at b, their error measured as at the budget used.
-            let follows = self.weight_follows_budget;
-            let err_at = |b: f64| level_bits(a, follows, codec(b)).ok().map(|bits| total_error(a, &bits));
-            let errors: Vec<Option<f64>> = levels.iter().map(|&b| err_at(b)).collect();
+            let codec_levels: Vec<f64> = levels.iter().map(|&b| codec(b)).collect();
+            let errors: Vec<Option<f64>> = level_bits(a, self.weight_follows_budget, &codec_levels)
+                .into_iter()
+                .map(|bits| bits.map(|bits| total_error(a, &bits)))
+                .collect();
             let e_used = choose_bits(a, used).ok().map(|bits| total_error(a, &bits));
             kappa.push(match (squared_error_of(r, records, rel), e_used) {
                 (Some(r2), Some(e)) if e > 0.0 => Some(r2 / e),
@@ -349,43 +344,6 @@ impl Controller {
     }
 }
 
-/// Raises the tensors from levels `at` (of `levels`, at most `hi`) by the moves of most
-/// `kappa`-weighted error reduction per bit while the total stays within `allowed` bits; returns
-/// the total. A move may skip levels: bits per band are whole numbers, so a tensor's error falls
-/// in steps, and a level that gains nothing can hide the large gain of the one after it.
-fn spend(items: &[Item], kappa: &[f64], levels: &[f64], at: &mut [usize], hi: usize, allowed: f64) -> f64 {
-    let mut spent: f64 = items.iter().zip(at.iter()).map(|(i, &l)| i.numel * levels[l]).sum();
-    loop {
-        let mut best: Option<(usize, usize, f64)> = None;
-        for (k, item) in items.iter().enumerate() {
-            let l = at[k];
-            let Some(now) = item.errors[l] else { continue };
-            for (to, next) in item.errors.iter().enumerate().take(hi + 1).skip(l + 1) {
-                let cost = item.numel * (levels[to] - levels[l]);
-                if spent + cost > allowed {
-                    break;
-                }
-                let Some(next) = next else { continue };
-                let gain = kappa[k] * (now - next) / cost;
-                if best.is_none_or(|(_, _, g)| gain > g) {
-                    best = Some((k, to, gain));
-                }
-            }
-        }
-        let Some((k, to, _)) = best else { return spent };
-        spent += items[k].numel * (levels[to] - levels[at[k]]);
-        at[k] = to;
-    }
-}
-
-/// The bits per band the device chooses for analysis `a` at `budget` bits per value: under `,grad`
-/// alone (`follows`) with the coherent weight of that budget, else with `a`'s own.
-fn level_bits(a: &FdsrStats, follows: bool, budget: f64) -> Result<Vec<u8>> {
-    match follows {
-        true => choose_bits(&FdsrStats { coherent_weight: f64::from(coherent_weight_at(budget)), ..a.clone() }, budget),
-        false => choose_bits(a, budget),
-    }
-}
-
+mod levels;
 #[cfg(test)]
 mod tests;

@@ -166,6 +166,14 @@ pub fn stored_bits(stats: &FdsrStats, bits: &[u8]) -> u64 {
 /// Errors with [`FdsrError::BudgetTooLow`] when even DC at 1 bit and no AC band does not fit.
 /// Ties in error go to the smaller size, then to the first choice in search order.
 pub fn choose_bits(stats: &FdsrStats, budget: f64) -> Result<Vec<u8>> {
+    let mut one = choose_bits_at(stats, &[budget])?;
+    one.pop().expect("one budget, one answer")
+}
+
+/// [`choose_bits`] at each of `budgets`, from one search where the bands are few enough for the
+/// exhaustive one: the controller asks for every level of every tensor at a probe. The outer
+/// error is for inconsistent statistics, the inner ones per budget.
+pub fn choose_bits_at(stats: &FdsrStats, budgets: &[f64]) -> Result<Vec<Result<Vec<u8>>>> {
     let n = stats.bands();
     if n == 0 || stats.band_sum_n_max2.len() != n || stats.band_energy.len() != n || stats.numel == 0 {
         return Err(FdsrError::InvalidConfig(format!(
@@ -174,26 +182,49 @@ pub fn choose_bits(stats: &FdsrStats, budget: f64) -> Result<Vec<u8>> {
         )));
     }
     let numel = stats.numel.max(1) as f64;
-    let limit = budget * numel;
     let mut min = vec![0u8; n];
     min[0] = 1;
     let min_bits = stored_bits(stats, &min) as f64;
-    if min_bits > limit {
-        return Err(FdsrError::BudgetTooLow { budget, needed: min_bits / numel });
-    }
-    if n <= EXHAUSTIVE_MAX_BANDS {
-        Ok(exhaustive(stats, limit, n))
+    let fits = |budget: f64| min_bits <= budget * numel;
+    let limits: Vec<f64> = budgets.iter().filter(|&&b| fits(b)).map(|&b| b * numel).collect();
+    let mut found = if n <= EXHAUSTIVE_MAX_BANDS {
+        exhaustive(stats, &limits, n)
     } else {
-        Ok(greedy(stats, limit, min))
+        limits.iter().map(|&limit| greedy(stats, limit, min.clone())).collect()
+    }
+    .into_iter();
+    Ok(budgets
+        .iter()
+        .map(|&budget| match fits(budget) {
+            true => Ok(found.next().expect("one choice per fitting budget")),
+            false => Err(FdsrError::BudgetTooLow { budget, needed: min_bits / numel }),
+        })
+        .collect())
+}
+
+/// The best choice seen for some limits: its error, size and place in search order.
+#[derive(Clone)]
+struct Best {
+    err: f64,
+    size: usize,
+    order: u64,
+    bits: [u8; EXHAUSTIVE_MAX_BANDS],
+}
+
+impl Best {
+    /// Less error, then smaller size, then earlier in search order.
+    fn beats(&self, other: &Best) -> bool {
+        (self.err, self.size, self.order) < (other.err, other.size, other.order)
     }
 }
 
 /// Every choice of {1..8,16} for DC and {0..8,16} per AC band, in odometer order (last band
-/// fastest). Each band's error at each width is computed once and summed in band order, as
-/// [`total_error`] sums it; the size grows with every band's width, so once a choice does not
-/// fit, the last band's wider choices are skipped. Same result as trying every choice, with
-/// no allocation per choice: the controller calls this for every tensor and level at a probe.
-fn exhaustive(stats: &FdsrStats, limit: f64, n: usize) -> Vec<u8> {
+/// fastest), for all of `limits` (bits; each fits DC at 1 bit) at once. Each band's error at
+/// each width is computed once and summed in band order, as [`total_error`] sums it. A choice
+/// counts for the least limit it fits and, through a running best in increasing limit, for
+/// every larger one. The size grows with every band's width, so once a choice fits no limit,
+/// the last band's wider choices are skipped. Same result per limit as trying every choice.
+fn exhaustive(stats: &FdsrStats, limits: &[f64], n: usize) -> Vec<Vec<u8>> {
     let ladder = |j: usize| -> &'static [u8] {
         if j == 0 {
             &DC_CHOICES
@@ -202,18 +233,24 @@ fn exhaustive(stats: &FdsrStats, limit: f64, n: usize) -> Vec<u8> {
         }
     };
     let errs: Vec<Vec<f64>> = (0..n).map(|j| ladder(j).iter().map(|&b| band_error(stats, j, b)).collect()).collect();
-    let mut best: Option<(f64, usize, Vec<u8>)> = None;
-    let mut idx = vec![0usize; n];
-    let mut bits = vec![0u8; n];
-    loop {
-        for (j, b) in bits.iter_mut().enumerate() {
+    let mut by_limit: Vec<usize> = (0..limits.len()).collect();
+    by_limit.sort_by(|&a, &b| limits[a].total_cmp(&limits[b]));
+    let sorted: Vec<f64> = by_limit.iter().map(|&i| limits[i]).collect();
+    // bucket[k]: the best choice whose least fitting limit is sorted[k].
+    let mut bucket: Vec<Option<Best>> = vec![None; sorted.len()];
+    let mut idx = [0usize; EXHAUSTIVE_MAX_BANDS];
+    let mut bits = [0u8; EXHAUSTIVE_MAX_BANDS];
+    for order in 0u64.. {
+        for (j, b) in bits.iter_mut().enumerate().take(n) {
             *b = ladder(j)[idx[j]];
         }
-        let size = stored_bytes(stats, &bits);
-        if (size * 8) as f64 <= limit {
+        let size = stored_bytes(stats, &bits[..n]);
+        let k = sorted.partition_point(|&l| l < (size * 8) as f64);
+        if let Some(slot) = bucket.get_mut(k) {
             let err = errs.iter().zip(&idx).fold(0.0, |e, (t, &i)| e + t[i]);
-            if best.as_ref().is_none_or(|(e, s, _)| err < *e || (err == *e && size < *s)) {
-                best = Some((err, size, bits.clone()));
+            let seen = Best { err, size, order, bits };
+            if slot.as_ref().is_none_or(|b| seen.beats(b)) {
+                *slot = Some(seen);
             }
         } else {
             // Wider choices of the last band are larger still.
@@ -223,14 +260,7 @@ fn exhaustive(stats: &FdsrStats, limit: f64, n: usize) -> Vec<u8> {
         let mut j = n;
         loop {
             if j == 0 {
-                return best.map_or_else(
-                    || {
-                        let mut m = vec![0; n];
-                        m[0] = 1;
-                        m
-                    },
-                    |b| b.2,
-                );
+                return pick(bucket, &by_limit, n);
             }
             j -= 1;
             idx[j] += 1;
@@ -240,6 +270,21 @@ fn exhaustive(stats: &FdsrStats, limit: f64, n: usize) -> Vec<u8> {
             idx[j] = 0;
         }
     }
+    unreachable!("the odometer returns")
+}
+
+/// Per limit (in the order given), the best of the buckets up to its own in increasing limit.
+fn pick(bucket: Vec<Option<Best>>, by_limit: &[usize], n: usize) -> Vec<Vec<u8>> {
+    let mut out = vec![Vec::new(); by_limit.len()];
+    let mut best: Option<Best> = None;
+    for (seen, &i) in bucket.into_iter().zip(by_limit) {
+        if let Some(seen) = seen.filter(|s| best.as_ref().is_none_or(|b| s.beats(b))) {
+            best = Some(seen);
+        }
+        // Every limit fits DC at 1 bit, which the search visits: some choice fits.
+        out[i] = best.as_ref().map_or_else(Vec::new, |b| b.bits[..n].to_vec());
+    }
+    out
 }
 
 /// Greedy marginal gain: repeatedly move one band to whichever larger width gives the most
@@ -289,106 +334,4 @@ pub fn flat_bits_for_fixed(bits: &[u8]) -> u8 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn stats(bands: usize) -> FdsrStats {
-        let edges: Vec<u8> = match bands {
-            4 => vec![0, 1, 6, 28, 64],
-            5 => vec![0, 1, 6, 28, 45, 64],
-            _ => vec![0, 1, 3, 6, 10, 15, 28, 64],
-        };
-        let mut s = FdsrStats::new(&edges);
-        s.numel = 2 * 4 * 64 * 64;
-        s.planes = 8;
-        (s.zero_tiles, s.dc_tiles, s.full_tiles) = (200, 50, 262);
-        for j in 1..s.bands() {
-            s.band_sum_n_max2[j] = 1e4 / (1u64 << (2 * j)) as f64;
-            s.band_energy[j] = 1e4 / (1u64 << j) as f64;
-        }
-        s.set_dc(&[10.0; 8], &[39; 8]);
-        s
-    }
-
-    #[test]
-    fn gradient_aware_allocation_drops_fewer_bands() {
-        // Energies well under the range bound, as in real activations (most values are small).
-        let mut plain = stats(4);
-        for j in 1..4 {
-            plain.band_energy[j] = plain.band_sum_n_max2[j] / 16.0;
-        }
-        let grad = FdsrStats { coherent_weight: f64::from(coherent_weight_at(2.0)), ..plain.clone() };
-        let dropped = |b: &[u8]| b[1..].iter().filter(|&&x| x == 0).count();
-        let mut fewer = false;
-        for budget in [0.5, 1.0, 2.0, 3.0] {
-            let (p, g) = (choose_bits(&plain, budget).unwrap(), choose_bits(&grad, budget).unwrap());
-            assert!(dropped(&g) <= dropped(&p), "budget {budget}: {g:?} vs {p:?}");
-            assert!(stored_bits(&grad, &g) as f64 <= budget * grad.numel as f64);
-            fewer |= dropped(&g) < dropped(&p);
-        }
-        assert!(fewer, "the weight changes some choice");
-    }
-
-    #[test]
-    fn the_search_finds_what_trying_every_choice_finds() {
-        for bands in [4, 5] {
-            let mut s = stats(bands);
-            s.coherent_weight = 8.0;
-            for budget in [0.3, 0.8, 1.25, 2.0, 3.0, 4.5, 12.0] {
-                let limit = budget * s.numel as f64;
-                let combos = 9 * 10usize.pow(bands as u32 - 1);
-                let mut best: Option<(f64, usize, Vec<u8>)> = None;
-                for k in 0..combos {
-                    let (mut r, mut bits) = (k, vec![0u8; bands]);
-                    for j in (0..bands).rev() {
-                        let ladder: &[u8] = if j == 0 { &DC_CHOICES } else { &AC_CHOICES };
-                        bits[j] = ladder[r % ladder.len()];
-                        r /= ladder.len();
-                    }
-                    let (size, err) = (stored_bytes(&s, &bits), total_error(&s, &bits));
-                    let fits = (size * 8) as f64 <= limit;
-                    if fits && best.as_ref().is_none_or(|(e, z, _)| err < *e || (err == *e && size < *z)) {
-                        best = Some((err, size, bits));
-                    }
-                }
-                let want = best.map(|b| b.2);
-                assert_eq!(choose_bits(&s, budget).ok(), want, "{bands} bands, budget {budget}");
-            }
-        }
-    }
-
-    #[test]
-    fn allocation_fits_and_improves_with_budget() {
-        for bands in [4, 7] {
-            let s = stats(bands);
-            let mut last = f64::INFINITY;
-            for budget in [0.3, 0.5, 1.0, 2.0, 3.0, 6.0, 12.0] {
-                let bits = choose_bits(&s, budget).unwrap();
-                assert_eq!(bits.len(), s.bands());
-                assert!(stored_bits(&s, &bits) as f64 <= budget * s.numel as f64);
-                let e = total_error(&s, &bits);
-                assert!(e <= last, "budget {budget}: error {e} > {last} ({bits:?})");
-                last = e;
-            }
-        }
-    }
-
-    #[test]
-    fn too_small_budget_is_an_error() {
-        let s = stats(4);
-        match choose_bits(&s, 0.01) {
-            Err(FdsrError::BudgetTooLow { budget, needed }) => {
-                assert_eq!(budget, 0.01);
-                assert!(needed > 0.01);
-            }
-            other => panic!("expected BudgetTooLow, got {other:?}"),
-        }
-        assert!(matches!(choose_bits(&FdsrStats::new(&[0, 1, 64]), 2.0), Err(FdsrError::InvalidConfig(_))));
-        assert!(flat_bits_for_budget(1000, 0.5).is_err());
-        assert_eq!(flat_bits_for_budget(1 << 16, 2.2).unwrap(), 2);
-        assert_eq!(flat_bits_for_budget(1 << 16, 100.0).unwrap(), 8);
-        assert_eq!(flat_bits_for_fixed(&[8, 4, 3, 2]), 8);
-        assert_eq!(flat_bits_for_fixed(&[0, 0]), 1);
-        assert_eq!(class_bits(&[0, 1, 6, 28, 64], &[8, 4, 0, 16]), [0, 8, 8 + AC_SCALE_BITS + 20 + 36 * 16, 0]);
-    }
-}
+mod tests;

@@ -2,7 +2,7 @@
 //! saves its state.
 
 use super::*;
-use crate::codec::alloc::FdsrStats;
+use crate::codec::alloc::{coherent_weight_at, FdsrStats};
 
 fn record(name: &str, numel: u64, scale: f64) -> TensorRecord {
     let mut a = FdsrStats::new(&[0, 1, 6, 28, 64]);
@@ -153,19 +153,21 @@ fn under_grad_alone_each_level_takes_the_weight_of_its_budget() {
         a.band_energy[j] = a.band_sum_n_max2[j] / (64 << (2 * j)) as f64;
     }
     a.coherent_weight = 8.0;
-    for b in [1.5, 2.5, 3.0, 4.0, 5.0] {
+    // All levels at once (as the controller asks), each as if asked alone; one too small.
+    let budgets = [1.5, 2.5, 3.0, 4.0, 5.0, 2.25, 3.25, 2.75, 0.01];
+    let (follows, own) = (level_bits(&a, true, &budgets), level_bits(&a, false, &budgets));
+    for (i, &b) in budgets.iter().enumerate() {
         let at = FdsrStats { coherent_weight: f64::from(coherent_weight_at(b)), ..a.clone() };
-        assert_eq!(level_bits(&a, true, b).unwrap(), choose_bits(&at, b).unwrap(), "{b}");
-        assert_eq!(level_bits(&a, false, b).unwrap(), choose_bits(&a, b).unwrap(), "{b}");
+        assert_eq!(follows[i], choose_bits(&at, b).ok(), "{b}");
+        assert_eq!(own[i], choose_bits(&a, b).ok(), "{b}");
     }
+    assert_eq!(follows[8], None);
     // Only `,grad` without a fixed weight follows the budget.
+    // The weight matters at some level here, else the test above could not tell the two apart.
+    assert!(follows != own);
     let follows = |p: &str| controller(p).weight_follows_budget;
     assert!(follows("fdsr:budget=2,mask,grad"));
     assert!(!follows("fdsr:budget=2,mask,grad=8") && !follows("fdsr:budget=2,mask"));
-    // The weight matters at some level here, else the test above could not tell the two apart.
-    assert!([2.5, 3.0, 4.0, 5.0]
-        .iter()
-        .any(|&b| level_bits(&a, true, b).unwrap() != level_bits(&a, false, b).unwrap()));
 }
 
 #[test]
