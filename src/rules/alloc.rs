@@ -240,7 +240,8 @@ fn exhaustive(stats: &FdsrStats, limits: &[f64], n: usize) -> Vec<Vec<u8>> {
     let mut bucket: Vec<Option<Best>> = vec![None; sorted.len()];
     let mut idx = [0usize; EXHAUSTIVE_MAX_BANDS];
     let mut bits = [0u8; EXHAUSTIVE_MAX_BANDS];
-    for order in 0u64.. {
+    let mut order = 0u64;
+    loop {
         for (j, b) in bits.iter_mut().enumerate().take(n) {
             *b = ladder(j)[idx[j]];
         }
@@ -256,6 +257,7 @@ fn exhaustive(stats: &FdsrStats, limits: &[f64], n: usize) -> Vec<Vec<u8>> {
             // Wider choices of the last band are larger still.
             idx[n - 1] = ladder(n - 1).len() - 1;
         }
+        order += 1;
         // Odometer increment, last band fastest.
         let mut j = n;
         loop {
@@ -270,7 +272,6 @@ fn exhaustive(stats: &FdsrStats, limits: &[f64], n: usize) -> Vec<Vec<u8>> {
             idx[j] = 0;
         }
     }
-    unreachable!("the odometer returns")
 }
 
 /// Per limit (in the order given), the best of the buckets up to its own in increasing limit.
