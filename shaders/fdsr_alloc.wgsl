@@ -70,13 +70,13 @@ fn tree(lid: u32, is_max: bool) {
     }
 }
 
-// Payload bits of a choice: DC bits per non-zero tile, the AC bands' scale codes and codes per full tile.
 // Payload bits per full tile of AC band j at b bits: its scale code (none at 16 bits), its codes.
 fn ac_band_bits(j: u32, b: u32) -> u32 {
     if (b == 0u) { return 0u; }
     return select(AC_SCALE_BITS, 0u, b == 16u) + (edge(j + 1u) - edge(j)) * b;
 }
 
+// Payload bits of a choice: DC bits per non-zero tile, the AC bands' scale codes and codes per full tile.
 fn payload_bits(c: ptr<function, array<u32, 8>>, nonzero: u32, full: u32) -> u32 {
     var ac = 0u;
     for (var j = 1u; j < p.nbands; j++) { ac += ac_band_bits(j, ac_bits((*c)[j])); }

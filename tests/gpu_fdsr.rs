@@ -107,13 +107,14 @@ fn bands_far_below_the_tensor_maximum_are_zero_not_noise() {
         assert_eq!(fdsr_body(&g).classes, fdsr_body(&r).classes);
         assert!(mismatch_fraction(&fdsr_body(&g).payload, &fdsr_body(&r).payload) <= 0.01);
         let gd = pollster::block_on(decompress(&ctx, &g)).unwrap();
-        for (p, d) in [(&gd, "GPU"), (&reference::decompress(&r).unwrap(), "reference")].map(|(d, n)| (n, d)) {
+        let rd = reference::decompress(&r).unwrap();
+        for (who, d) in [("GPU", &gd), ("reference", &rd)] {
             for q in 1..3 {
                 let (xs, ds) = (&x[q * plane..(q + 1) * plane], &d[q * plane..(q + 1) * plane]);
                 let err: f64 = xs.iter().zip(ds).map(|(a, b)| ((a - b) as f64).powi(2)).sum();
                 let norm: f64 = xs.iter().map(|&a| (a as f64).powi(2)).sum();
                 // Dropped AC is at most the plane itself; rounding at the lowest scale gave 50 times it.
-                assert!(err <= norm, "{p} {rounding:?} plane {q}: squared error {err:e} over {norm:e}");
+                assert!(err <= norm, "{who} {rounding:?} plane {q}: squared error {err:e} over {norm:e}");
             }
         }
     }

@@ -167,6 +167,7 @@ pub fn stored_bits(stats: &FdsrStats, bits: &[u8]) -> u64 {
 /// Ties in error go to the smaller size, then to the first choice in search order.
 pub fn choose_bits(stats: &FdsrStats, budget: f64) -> Result<Vec<u8>> {
     let mut one = choose_bits_at(stats, &[budget])?;
+    // choose_bits_at answers each budget it is given: one here.
     one.pop().expect("one budget, one answer")
 }
 
@@ -182,8 +183,7 @@ pub fn choose_bits_at(stats: &FdsrStats, budgets: &[f64]) -> Result<Vec<Result<V
         )));
     }
     let numel = stats.numel.max(1) as f64;
-    let mut min = vec![0u8; n];
-    min[0] = 1;
+    let min = least(n);
     let min_bits = stored_bits(stats, &min) as f64;
     let fits = |budget: f64| min_bits <= budget * numel;
     let limits: Vec<f64> = budgets.iter().filter(|&&b| fits(b)).map(|&b| b * numel).collect();
@@ -196,6 +196,7 @@ pub fn choose_bits_at(stats: &FdsrStats, budgets: &[f64]) -> Result<Vec<Result<V
     Ok(budgets
         .iter()
         .map(|&budget| match fits(budget) {
+            // The search answered each fitting budget, in order.
             true => Ok(found.next().expect("one choice per fitting budget")),
             false => Err(FdsrError::BudgetTooLow { budget, needed: min_bits / numel }),
         })
@@ -274,6 +275,13 @@ fn exhaustive(stats: &FdsrStats, limits: &[f64], n: usize) -> Vec<Vec<u8>> {
     }
 }
 
+/// The least choice: DC at 1 bit, no AC band.
+fn least(n: usize) -> Vec<u8> {
+    let mut min = vec![0u8; n];
+    min[0] = 1;
+    min
+}
+
 /// Per limit (in the order given), the best of the buckets up to its own in increasing limit.
 fn pick(bucket: Vec<Option<Best>>, by_limit: &[usize], n: usize) -> Vec<Vec<u8>> {
     let mut out = vec![Vec::new(); by_limit.len()];
@@ -282,8 +290,9 @@ fn pick(bucket: Vec<Option<Best>>, by_limit: &[usize], n: usize) -> Vec<Vec<u8>>
         if let Some(seen) = seen.filter(|s| best.as_ref().is_none_or(|b| s.beats(b))) {
             best = Some(seen);
         }
-        // Every limit fits DC at 1 bit, which the search visits: some choice fits.
-        out[i] = best.as_ref().map_or_else(Vec::new, |b| b.bits[..n].to_vec());
+        // Every limit fits DC at 1 bit, which the search visits, so some choice fits; were none
+        // to, the least choice (DC at 1 bit, no AC band) stands, as [`choose_bits`] validates.
+        out[i] = best.as_ref().map_or_else(|| least(n), |b| b.bits[..n].to_vec());
     }
     out
 }

@@ -46,11 +46,12 @@ pub(super) fn spend(items: &[Item], kappa: &[f64], levels: &[f64], at: &mut [usi
 pub(super) fn level_bits(a: &FdsrStats, follows: bool, budgets: &[f64]) -> Vec<Option<Vec<u8>>> {
     let weight = |b: f64| if follows { f64::from(coherent_weight_at(b)) } else { a.coherent_weight };
     let mut out = vec![None; budgets.len()];
-    let mut weights: Vec<f64> = budgets.iter().map(|&b| weight(b)).collect();
+    let of_budget: Vec<f64> = budgets.iter().map(|&b| weight(b)).collect();
+    let mut weights = of_budget.clone();
     weights.sort_by(f64::total_cmp);
     weights.dedup();
     for w in weights {
-        let at: Vec<usize> = (0..budgets.len()).filter(|&i| weight(budgets[i]) == w).collect();
+        let at: Vec<usize> = (0..budgets.len()).filter(|&i| of_budget[i] == w).collect();
         let these: Vec<f64> = at.iter().map(|&i| budgets[i]).collect();
         let Ok(found) = choose_bits_at(&FdsrStats { coherent_weight: w, ..a.clone() }, &these) else { continue };
         for (i, bits) in at.into_iter().zip(found) {
