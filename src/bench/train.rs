@@ -7,8 +7,10 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use crate::codec::config::Policy;
 use crate::data::synthetic;
 use crate::engine::batch::{make_batch, Normalization};
+use crate::engine::controller::{Controller, ControllerConfig};
 use crate::engine::{gemm, ModelName, Tensor, TrainConfig, Trainer};
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, storage_zeroed, uniform};
@@ -29,6 +31,8 @@ pub struct TrainBench {
     pub adapter: String,
     /// Model and batch size.
     pub model: ModelName,
+    /// How saved activations were stored (`none`: fp32).
+    pub policy: String,
     /// Images per step.
     pub batch: usize,
     /// Timed steps.
@@ -54,6 +58,17 @@ pub struct TrainBench {
     pub transfers: TransferCounts,
     /// `compute: …`: the GEMM path that ran, and why (`engine::gemm::ComputeReport`).
     pub compute: String,
+    /// A step with the gradient-error probe (lossy policies; the timed steps have none).
+    pub probe: Option<ProbeStep>,
+}
+
+/// What one training step with the gradient-error probe cost.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProbeStep {
+    /// Milliseconds of the step, probe included.
+    pub ms: f64,
+    /// Bytes uploaded and read back, host waits and passes of the step.
+    pub transfers: TransferCounts,
 }
 
 fn seconds(ctx: &GpuContext, f: impl Fn(&mut wgpu::CommandEncoder) -> Result<()>) -> Result<f64> {
@@ -83,14 +98,17 @@ pub fn device_rates(ctx: &GpuContext, mib: usize, n: usize) -> Result<(f64, f64)
     Ok((2.0 * words as f64 * 4.0 / copy / 1e9, 2.0 * (n * n * n) as f64 / mm / 1e9))
 }
 
-/// Times `steps` training steps of `model` at `batch` after one warm-up step.
-/// The GEMMs take the path `compute` selects (a self-check first under `auto`).
+/// Times `steps` training steps of `model` at `batch` after one warm-up step, saved activations
+/// stored under `policy` (`None`: fp32) without the gradient-error probe; then, for a lossy
+/// policy, one step with the probe (after one more warm-up). The GEMMs take the path `compute`
+/// selects (a self-check first under `auto`).
 pub async fn measure(
     ctx: &GpuContext,
     model: ModelName,
     batch: usize,
     steps: usize,
     compute: Compute,
+    policy: Option<&Policy>,
 ) -> Result<TrainBench> {
     let report = gemm::select_compute(ctx, compute).await?;
     let cfg = TrainConfig {
@@ -102,7 +120,7 @@ pub async fn measure(
         opt: crate::engine::optim::OptConfig::defaults(crate::engine::optim::OptKind::Sgd),
         seed: 0,
         augment: false,
-        policy: None,
+        policy: policy.cloned(),
         compute,
     };
     let data = synthetic::images(batch, 28, 28, 10, 5);
@@ -110,6 +128,7 @@ pub async fn measure(
     let idx: Vec<usize> = (0..batch).collect();
     let (x, y) = make_batch(&data, &idx, norm, None)?;
     let mut t = Trainer::new(ctx, cfg)?;
+    t.set_controller(None)?;
     t.step(ctx, &x, &y, 0.05).await?;
     t.read_metrics(ctx).await?;
     ctx.profiler.enable(&ctx.device);
@@ -123,11 +142,14 @@ pub async fn measure(
     let secs = start.elapsed().as_secs_f64();
     let transfers = ctx.transfer_counts().since(&before);
     let timings = ctx.profiler.collect(ctx).await?;
+    let probe = probe_step(ctx, &mut t, &x, &y).await?;
+    ctx.profiler.collect(ctx).await?; // the probe steps' counts, not the timed steps'
     let (copy_gb_s, matmul_gflop_s) = device_rates(ctx, 64, 1024)?;
     let enabled = ctx.device.features();
     Ok(TrainBench {
         adapter: ctx.adapter_description(),
         model,
+        policy: policy.map_or("none".into(), Policy::to_string),
         batch,
         steps,
         images_per_s: (steps * batch) as f64 / secs,
@@ -143,7 +165,26 @@ pub async fn measure(
         cooperative_matrix: ctx.cooperative_matrix.clone(),
         transfers,
         compute: report.to_string(),
+        probe,
     })
+}
+
+/// One step of `t` with the gradient-error probe, timed after a warm-up probe step (`None`
+/// where the policy has no probe).
+async fn probe_step(ctx: &GpuContext, t: &mut Trainer, x: &[f32], y: &[u8]) -> Result<Option<ProbeStep>> {
+    let every = ControllerConfig { every: 1, ..ControllerConfig::default() };
+    if Controller::for_policy(t.config.policy.as_ref(), every)?.is_none() {
+        return Ok(None);
+    }
+    t.set_controller(Some(every))?;
+    t.step(ctx, x, y, 0.05).await?;
+    t.read_metrics(ctx).await?;
+    let before = ctx.transfer_counts();
+    let start = Instant::now();
+    t.step(ctx, x, y, 0.05).await?;
+    t.read_metrics(ctx).await?;
+    let ms = 1e3 * start.elapsed().as_secs_f64();
+    Ok(Some(ProbeStep { ms, transfers: ctx.transfer_counts().since(&before) }))
 }
 
 /// `16x16x16 F16·F16 → F32` (and `, saturating` where it is).
@@ -153,11 +194,16 @@ pub fn describe_cooperative(c: &wgpu::CooperativeMatrixProperties) -> String {
 }
 
 impl TrainBench {
-    /// The printout of `fdsr bench train` (after the adapter line): features, rates, and a table
-    /// of the entry points by GPU time (by dispatches where the adapter has no timestamps).
+    /// The printout of `fdsr bench train` (after the adapter line): [`Self::header`] then
+    /// [`Self::body`].
     pub fn report(&self) -> String {
+        self.header() + &self.body()
+    }
+
+    /// What the adapter offers and runs at: the GEMM path, features, subgroup sizes,
+    /// cooperative-matrix configurations, copy and matmul rates.
+    pub fn header(&self) -> String {
         let mut o = String::new();
-        let steps = self.steps.max(1) as f64;
         let feats: Vec<String> = self
             .features
             .iter()
@@ -173,22 +219,31 @@ impl TrainBench {
         let coop: Vec<String> = self.cooperative_matrix.iter().map(describe_cooperative).collect();
         let coop = if coop.is_empty() { "none".to_string() } else { coop.join("; ") };
         let _ = writeln!(o, "cooperative-matrix configurations: {coop}");
-        let (mut ns, mut dispatches, mut flops) = (0.0, 0u64, 0.0);
-        for w in self.timings.work.values() {
-            dispatches += w.dispatches;
-            flops += w.flops;
-        }
-        for (t, _) in self.timings.by_entry.values() {
-            ns += t;
-        }
+        let _ =
+            writeln!(o, "device: copy {:.2} GB/s, matmul (1024^3) {:.2} GFLOP/s", self.copy_gb_s, self.matmul_gflop_s);
+        o
+    }
+
+    /// Dispatches and GPU milliseconds (0 without timestamps) per timed step.
+    pub fn per_step(&self) -> (f64, f64) {
+        let steps = self.steps.max(1) as f64;
+        let dispatches: u64 = self.timings.work.values().map(|w| w.dispatches).sum();
+        let ns: f64 = self.timings.by_entry.values().map(|t| t.0).sum();
+        (dispatches as f64 / steps, ns / 1e6 / steps)
+    }
+
+    /// The step: images/s, host traffic, the probe step, arithmetic rates, and a table of the
+    /// entry points by GPU time (by dispatches where the adapter has no timestamps).
+    pub fn body(&self) -> String {
+        let mut o = String::new();
+        let steps = self.steps.max(1) as f64;
+        let flops: f64 = self.timings.work.values().map(|w| w.flops).sum();
+        let (dispatches, gpu_ms) = self.per_step();
+        let ns = gpu_ms * 1e6 * steps;
         let _ = writeln!(
             o,
-            "model {}, batch {}: {:.1} images/s, {:.1} ms per step, {:.0} dispatches per step",
-            self.model,
-            self.batch,
-            self.images_per_s,
-            self.step_ms,
-            dispatches as f64 / steps
+            "model {}, batch {}, policy {}: {:.1} images/s, {:.1} ms per step, {dispatches:.0} dispatches per step",
+            self.model, self.batch, self.policy, self.images_per_s, self.step_ms,
         );
         let t = &self.transfers;
         let _ = writeln!(
@@ -198,8 +253,18 @@ impl TrainBench {
             t.read_back as f64 / 1024.0 / steps,
             t.host_waits as f64 / steps
         );
-        let _ =
-            writeln!(o, "device: copy {:.2} GB/s, matmul (1024^3) {:.2} GFLOP/s", self.copy_gb_s, self.matmul_gflop_s);
+        if let Some(p) = &self.probe {
+            let t = &p.transfers;
+            let _ = writeln!(
+                o,
+                "probe step: {:.1} ms ({:.2}x a step), {} dispatches, {:.1} KiB read back, {} host waits",
+                p.ms,
+                p.ms / self.step_ms,
+                t.dispatches,
+                t.read_back as f64 / 1024.0,
+                t.host_waits
+            );
+        }
         let step_gflop = flops / steps / 1e9;
         let _ = write!(o, "step: {step_gflop:.2} GFLOP, {:.2} GFLOP/s of wall time", step_gflop / (self.step_ms / 1e3));
         if ns > 0.0 {
@@ -238,6 +303,30 @@ impl TrainBench {
     }
 }
 
+/// The policies' steps side by side (one run, one adapter), step time as a multiple of the first
+/// row's.
+pub fn side_by_side(rows: &[TrainBench]) -> String {
+    let mut o = String::from(
+        "| policy | images/s | step ms | step time vs first | dispatches per step | GPU ms per step | probe step ms |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let first = rows.first().map_or(1.0, |r| r.step_ms);
+    for r in rows {
+        let (dispatches, gpu_ms) = r.per_step();
+        let gpu = if gpu_ms > 0.0 { format!("{gpu_ms:.2}") } else { "—".into() };
+        let probe = r.probe.map_or("—".into(), |p| format!("{:.1}", p.ms));
+        let _ = writeln!(
+            o,
+            "| {} | {:.1} | {:.2} | {:.2} | {dispatches:.0} | {gpu} | {probe} |",
+            r.policy,
+            r.images_per_s,
+            r.step_ms,
+            r.step_ms / first
+        );
+    }
+    o
+}
+
 fn pct(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         100.0 * a / b
@@ -247,63 +336,4 @@ fn pct(a: f64, b: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::gpu::Work;
-
-    fn bench(coop: Vec<wgpu::CooperativeMatrixProperties>, timed: bool) -> TrainBench {
-        let mut timings = Timings::default();
-        timings.work.insert("conv_forward", Work { dispatches: 10, flops: 4e9 });
-        timings.work.insert("bn_apply", Work { dispatches: 10, flops: 0.0 });
-        if timed {
-            timings.by_entry.insert("conv_forward", (2e6, 10));
-            timings.by_entry.insert("bn_apply", (1e6, 10));
-        }
-        TrainBench {
-            adapter: "test".into(),
-            model: ModelName::Cnn,
-            batch: 128,
-            steps: 2,
-            images_per_s: 1000.0,
-            step_ms: 10.0,
-            timings,
-            copy_gb_s: 800.0,
-            matmul_gflop_s: 4000.0,
-            features: vec![("SUBGROUP", true, true), ("EXPERIMENTAL_COOPERATIVE_MATRIX", false, false)],
-            subgroup_sizes: (32, 32),
-            cooperative_matrix: coop,
-            transfers: TransferCounts { uploaded: 4096, read_back: 2048, host_waits: 4, dispatches: 20 },
-            compute: "compute: fp32 (no cooperative matrices: none offered)".into(),
-        }
-    }
-
-    #[test]
-    fn report_without_cooperative_matrices_or_timestamps() {
-        let r = bench(Vec::new(), false).report();
-        assert!(r.contains("cooperative-matrix configurations: none"), "{r}");
-        assert!(r.starts_with("compute: fp32 (no cooperative matrices"), "{r}");
-        assert!(r.contains("SUBGROUP (used), no EXPERIMENTAL_COOPERATIVE_MATRIX"), "{r}");
-        assert!(r.contains("10 dispatches per step"), "{r}");
-        assert!(r.contains("2.0 KiB uploaded, 1.0 KiB read back, 2.0 host waits"), "{r}");
-        assert!(r.contains("no per-kernel times") && r.contains("| conv_forward | 5 | — | — | — | — |"), "{r}");
-        assert!(r.contains("step: 2.00 GFLOP, 200.00 GFLOP/s of wall time"), "{r}");
-    }
-
-    #[test]
-    fn report_with_cooperative_matrices_and_timestamps() {
-        let c = wgpu::CooperativeMatrixProperties {
-            m_size: 16,
-            n_size: 16,
-            k_size: 16,
-            ab_type: wgpu::CooperativeScalarType::F16,
-            cr_type: wgpu::CooperativeScalarType::F32,
-            saturating_accumulation: false,
-        };
-        let r = bench(vec![c, c], true).report();
-        assert!(r.contains("configurations: 16x16x16 F16·F16 → F32; 16x16x16"), "{r}");
-        // 4 GFLOP over 2 ms of conv_forward: 2000 GFLOP/s, half the matmul rate.
-        assert!(r.contains("| conv_forward | 5 | 1.00 | 66.7% | 2000.00 | 50% |"), "{r}");
-        assert!(r.contains("| bn_apply | 5 | 0.50 | 33.3% | — | — |"), "{r}");
-        assert!(r.contains("GFLOP/s of GPU time (33% of the matmul rate)"), "{r}");
-    }
-}
+mod tests;

@@ -63,6 +63,11 @@ enum What {
         /// Reduce through workgroup memory even where the adapter has subgroups.
         #[arg(long)]
         no_subgroups: bool,
+        /// Saved-activation policies (`none` for fp32), comma-separated: each is timed in turn
+        /// without the gradient-error probe, then one step with it (lossy policies), and a table
+        /// sets their step times side by side.
+        #[arg(long, default_value = "none")]
+        policies: String,
     },
     /// The largest batch under a memory cap (pool peak over two steps, a probe step included), per policy.
     Memory {
@@ -174,10 +179,19 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             print!("{}", reuse::markdown(&rows));
         }
         What::Smoke { .. } => {}
-        What::Train { model, batch, steps, compute, .. } => {
+        What::Train { model, batch, steps, compute, policies, .. } => {
             let (model, compute) = (model.parse()?, compute.parse()?);
-            let r = pollster::block_on(fdsr::bench::train::measure(&ctx, model, *batch, (*steps).max(1), compute))?;
-            print!("{}", r.report());
+            let mut rows = Vec::new();
+            for p in fdsr::codec::config::split_policies(policies) {
+                let policy: Option<Policy> = if p == "none" { None } else { Some(p.parse()?) };
+                let fut = fdsr::bench::train::measure(&ctx, model, *batch, (*steps).max(1), compute, policy.as_ref());
+                let r = pollster::block_on(fut)?;
+                print!("{}{}", if rows.is_empty() { r.header() } else { "\n".into() }, r.body());
+                rows.push(r);
+            }
+            if rows.len() > 1 {
+                print!("\n{}", fdsr::bench::train::side_by_side(&rows));
+            }
         }
         What::Memory { model, cap_mib, policies, max_batch } => {
             fdsr::bench::memory::check(*cap_mib, *max_batch)?;
