@@ -27,6 +27,10 @@ pub const MAX_SPREAD: f64 = 2.0;
 /// gradient-error frontier of `cnn`: ×2 held back the allocation at 9–16x; BENCHMARKS.md).
 pub const SENSITIVITY_SPREAD: f64 = 16.0;
 
+/// Share of a batch the gradient-error probe runs on by default: `⌈n / PROBE_SHARE⌉` images
+/// (`ControllerConfig::share`).
+pub const PROBE_SHARE: usize = 8;
+
 /// When and how the controller moves the budget.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ControllerConfig {
@@ -44,11 +48,23 @@ pub struct ControllerConfig {
     pub min_budget: f64,
     /// Largest average budget.
     pub max_budget: f64,
+    /// The probe runs on the first `⌈n / share⌉` images of a batch of `n` (1: all of it, which
+    /// holds the fp32 form of every activation of the batch while it runs).
+    pub share: usize,
 }
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        Self { every: 50, low: 0.1, high: 0.3, raise: 1.25, lower: 1.1, min_budget: 1.0, max_budget: 8.0 }
+        Self {
+            every: 50,
+            low: 0.1,
+            high: 0.3,
+            raise: 1.25,
+            lower: 1.1,
+            min_budget: 1.0,
+            max_budget: 8.0,
+            share: PROBE_SHARE,
+        }
     }
 }
 
@@ -56,6 +72,7 @@ impl ControllerConfig {
     /// Checks the ranges.
     pub fn validate(&self) -> Result<()> {
         let ok = self.every > 0
+            && self.share > 0
             && self.low.is_finite()
             && self.high.is_finite()
             && 0.0 <= self.low
@@ -69,7 +86,7 @@ impl ControllerConfig {
             Ok(())
         } else {
             Err(FdsrError::InvalidConfig(format!(
-                "controller {self:?}: needs every > 0, 0 ≤ low < high, raise and lower > 1, \
+                "controller {self:?}: needs every > 0, share > 0, 0 ≤ low < high, raise and lower > 1, \
                  {MIN_CODEC_BUDGET} ≤ min budget ≤ max budget ≤ 32"
             )))
         }

@@ -5,8 +5,6 @@ use std::collections::HashMap;
 
 mod extra;
 
-pub use extra::PROBE_SHARE;
-
 use super::batch::{make_batch, Normalization};
 use super::controller::{Controller, ControllerConfig};
 use super::gate::Gate;

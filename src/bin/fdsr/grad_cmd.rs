@@ -26,6 +26,11 @@ pub struct GradArgs {
     /// every policy); the weights do not change between them.
     #[arg(long, default_value_t = 8)]
     probes: u64,
+    /// The probe runs on the first ⌈batch / share⌉ images of each batch: 8 as in training runs
+    /// (the controller's), 1 for the error of a whole batch's gradient (its rounding noise
+    /// averages over 8× more images than the controller's probe sees; a bias does not).
+    #[arg(long, default_value_t = fdsr::engine::controller::PROBE_SHARE)]
+    probe_share: usize,
     /// Lossy saved-activation policies to measure, in order.
     #[arg(long, default_value = "uniform:2,fdsr:ratio=11,mask,grad")]
     policies: String,
@@ -116,7 +121,11 @@ async fn probe_policy(
     train: &fdsr::data::Dataset,
 ) -> Result<Value> {
     let mut s = Session::new(Trainer::new(ctx, cfg)?, train.clone())?;
-    s.trainer.set_controller(Some(ControllerConfig { every: 1, ..ControllerConfig::default() }))?;
+    s.trainer.set_controller(Some(ControllerConfig {
+        every: 1,
+        share: g.probe_share,
+        ..ControllerConfig::default()
+    }))?;
     let mut params = Vec::new();
     s.trainer.model.visit(&mut |p| params.push((p.name.clone(), p.value.clone())));
     for (name, value) in params {
@@ -176,8 +185,8 @@ fn markdown(model: &str, g: &GradArgs, rows: &[Value]) -> String {
         })
         .unwrap_or_default();
     let mut s = format!(
-        "Weight-gradient error against fp32 saved activations: {} model after {} fp32 steps, {} probes per policy (rms over the weights whose input is stored; relative error per weight)\n\n",
-        model, g.warmup, g.probes
+        "Weight-gradient error against fp32 saved activations: {} model after {} fp32 steps, {} probes per policy on 1/{} of each batch (rms over the weights whose input is stored; relative error per weight)\n\n",
+        model, g.warmup, g.probes, g.probe_share
     );
     s += &format!("| policy | activation ratio | gradient error | {} |\n", weights.join(" | "));
     s += &format!("|---|---:|---:|{}\n", "---:|".repeat(weights.len()));

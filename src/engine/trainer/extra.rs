@@ -4,7 +4,7 @@
 
 use super::{record, upload_batch, Trainer};
 use crate::codec::config::{BitChoice, Policy};
-use crate::engine::controller::GradPair;
+use crate::engine::controller::{GradPair, PROBE_SHARE};
 use crate::engine::layers::Pass;
 use crate::engine::model::Model;
 use crate::engine::ops::compare;
@@ -13,9 +13,6 @@ use crate::engine::saved::SavedActivations;
 use crate::engine::tensor::Tensor;
 use crate::error::Result;
 use crate::gpu::{Category, GpuContext};
-
-/// Share of a batch the gradient-error probe runs on: `⌈n / PROBE_SHARE⌉` images.
-pub const PROBE_SHARE: usize = 8;
 
 /// Records copies of the model's persistent buffers that a training forward changes (batch-norm
 /// running statistics, DFQ gate counts): pairs of (buffer, copy).
@@ -125,7 +122,7 @@ impl Trainer {
         Ok(quant)
     }
 
-    /// The controller's gradient-error probe: the first [`PROBE_SHARE`]th of the batch goes
+    /// The controller's gradient-error probe: the first `ControllerConfig::share`th of the batch goes
     /// forward and backward twice, with exact and with compressed saved activations (the same
     /// tensors compressed as in a whole batch); the two sets of weight gradients are compared on
     /// the device, and the errors (two words per 4,096 values) and the compressed pass's records
@@ -141,7 +138,8 @@ impl Trainer {
         labels: &[u8],
         quant: Option<&QuantPlan>,
     ) -> Result<()> {
-        let n = labels.len().div_ceil(PROBE_SHARE).max(1);
+        let share = self.controller.as_ref().map_or(PROBE_SHARE, |c| c.config.share);
+        let n = labels.len().div_ceil(share).max(1);
         let per = images.len() / labels.len().max(1);
         let model = &mut self.model;
         let kept = record(ctx, "probe snapshot", |enc| snapshot_state(ctx, enc, model)).await?;
