@@ -1,7 +1,8 @@
 //! What a real GPU pays for in a training step, counted on any adapter: a steady-state
 //! compressed step reads nothing back and never waits for the device, whatever the number of
 //! saved tensors; the budget bounds what a step reserves; the probe leaves the run as it was and
-//! never raises the peak of the pool; the mask-aware decode with and without its clamp at 0.
+//! never raises the peak of the pool, and its spread compares two rounding seeds; the mask-aware
+//! decode with and without its clamp at 0.
 
 mod common;
 
@@ -154,6 +155,31 @@ fn the_probe_leaves_the_run_as_it_was_and_under_its_peak() {
     let Some((probed, probed_peak)) = run("uniform:2", Some(2), 4) else { return };
     assert_eq!(plain, probed, "the probe changed the run");
     assert!(probed_peak <= plain_peak, "the probe raised the peak: {probed_peak} > {plain_peak}");
+}
+
+#[test]
+fn the_probe_spread_compares_two_rounding_seeds_with_the_exact_gradient_and_each_other() {
+    let Some(ctx) = common::gpu() else { return };
+    for policy in ["uniform:2", "lossless"] {
+        let mut s = session(&ctx, ModelName::Tiny, 16, Some(policy), None);
+        block_on(s.step(&ctx)).unwrap();
+        let (x, y) = s.next_batch().unwrap();
+        let pairs = block_on(s.trainer.probe_spread(&ctx, &x, &y)).unwrap();
+        let mut perturbed = 0;
+        for [a, b, d] in &pairs {
+            assert!(a.name == b.name && b.name == d.name, "{pairs:?}");
+            assert!(a.norm2 > 0.0 && a.norm2 == b.norm2 && d.norm2 == a.norm2, "{policy}: {pairs:?}");
+            if policy == "lossless" {
+                assert_eq!((a.diff2, b.diff2, d.diff2), (0.0, 0.0, 0.0), "{pairs:?}");
+            } else if a.diff2 > 0.0 {
+                perturbed += 1;
+                // Two seeds round differently; the three gradients obey the triangle inequality.
+                assert!(b.diff2 > 0.0 && d.diff2 > 0.0 && a.diff2 != b.diff2, "{pairs:?}");
+                assert!(d.diff2.sqrt() <= (a.diff2.sqrt() + b.diff2.sqrt()) * (1.0 + 1e-4), "{pairs:?}");
+            }
+        }
+        assert!(policy == "lossless" || perturbed > 0, "{pairs:?}");
+    }
 }
 
 /// Stores an activation known to be ≥ 0 under `policy` and returns what the store gives back:

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use fdsr::engine::controller::ControllerConfig;
+use fdsr::engine::controller::{ControllerConfig, GradPair};
 use fdsr::engine::session::Session;
 use fdsr::engine::{TrainConfig, Trainer};
 use fdsr::gpu::GpuContext;
@@ -31,6 +31,11 @@ pub struct GradArgs {
     /// averages over 8× more images than the controller's probe sees; a bias does not).
     #[arg(long, default_value_t = fdsr::engine::controller::PROBE_SHARE)]
     probe_share: usize,
+    /// After each probe, run the compressed pass twice more on its batch with two rounding seeds
+    /// and split the gradient error into bias (what averaging over steps keeps) and rounding
+    /// noise (what it averages away): two more columns.
+    #[arg(long)]
+    spread: bool,
     /// Lossy saved-activation policies to measure, in order.
     #[arg(long, default_value = "uniform:2,fdsr:ratio=11,mask,grad")]
     policies: String,
@@ -135,6 +140,7 @@ async fn probe_policy(
     s.trainer.step = g.warmup;
     let (mut errors, mut per_weight): (Vec<f64>, Vec<(String, Vec<f64>)>) = (Vec::new(), Vec::new());
     let mut budgets = serde_json::Map::new();
+    let mut spread = Vec::new();
     for k in 0..g.probes {
         let (x, y) = s.next_batch()?;
         if k + 1 < g.probes {
@@ -142,6 +148,9 @@ async fn probe_policy(
         } else {
             // The last probe comes with a step (at learning rate 0), whose stored bytes give the ratio.
             s.trainer.step(ctx, &x, &y, 0.0).await?;
+        }
+        if g.spread {
+            spread.push(bias_noise(&s.trainer.probe_spread(ctx, &x, &y).await?));
         }
         let decisions = s.trainer.controller.as_mut().map(|c| c.take_decisions()).unwrap_or_default();
         for d in decisions {
@@ -159,8 +168,31 @@ async fn probe_policy(
     let (mean, sd) = mean_sd(&errors);
     let weights: serde_json::Map<String, Value> =
         per_weight.into_iter().map(|(w, v)| (w, json!(mean_sd(&v).0))).collect();
-    Ok(json!({ "policy": name, "activation_ratio": stats.ratio(), "grad_error": mean, "grad_error_std": sd,
-        "grad_errors": errors, "weight_errors": weights, "budgets": budgets }))
+    let mut row = json!({ "policy": name, "activation_ratio": stats.ratio(), "grad_error": mean, "grad_error_std": sd,
+        "grad_errors": errors, "weight_errors": weights, "budgets": budgets });
+    if g.spread {
+        let (bias, noise): (Vec<f64>, Vec<f64>) = spread.into_iter().unzip();
+        row["bias"] = json!(mean_sd(&bias).0);
+        row["noise"] = json!(mean_sd(&noise).0);
+    }
+    Ok(row)
+}
+
+/// One probe's bias and noise from [`Trainer::probe_spread`]'s pairs: per weight the relative
+/// `bias² = (e₁² + e₂²)/2 − d²/2` (at least 0) and `noise² = d²/2`, each as an rms over the
+/// weights the policy perturbs, like the gradient error.
+fn bias_noise(pairs: &[[GradPair; 3]]) -> (f64, f64) {
+    let perturbed: Vec<(f64, f64)> = pairs
+        .iter()
+        .filter(|[a, _, _]| a.diff2 > 0.0 && a.norm2 > 0.0)
+        .map(|[a, b, d]| {
+            let noise2 = d.diff2 / 2.0;
+            (((a.diff2 + b.diff2) / 2.0 - noise2).max(0.0) / a.norm2, noise2 / a.norm2)
+        })
+        .collect();
+    let n = perturbed.len().max(1) as f64;
+    let rms = |f: fn(&(f64, f64)) -> f64| (perturbed.iter().map(f).sum::<f64>() / n).sqrt();
+    (rms(|p| p.0), rms(|p| p.1))
 }
 
 /// Mean and sample standard deviation (0 for one value).
@@ -188,13 +220,20 @@ fn markdown(model: &str, g: &GradArgs, rows: &[Value]) -> String {
         "Weight-gradient error against fp32 saved activations: {} model after {} fp32 steps, {} probes per policy on 1/{} of each batch (rms over the weights whose input is stored; relative error per weight)\n\n",
         model, g.warmup, g.probes, g.probe_share
     );
-    s += &format!("| policy | activation ratio | gradient error | {} |\n", weights.join(" | "));
-    s += &format!("|---|---:|---:|{}\n", "---:|".repeat(weights.len()));
+    let spread = rows.iter().any(|r| r.get("bias").is_some());
+    let (head, rule) = if spread { (" bias | noise |", "---:|---:|") } else { ("", "") };
+    s += &format!("| policy | activation ratio | gradient error |{head} {} |\n", weights.join(" | "));
+    s += &format!("|---|---:|---:|{rule}{}\n", "---:|".repeat(weights.len()));
     for r in rows {
         let cells: Vec<String> =
             weights.iter().map(|w| r["weight_errors"][w].as_f64().map_or("–".into(), |e| format!("{e:.3}"))).collect();
+        let split: String = if spread {
+            ["bias", "noise"].iter().map(|k| r[*k].as_f64().map_or(" – |".into(), |v| format!(" {v:.3} |"))).collect()
+        } else {
+            String::new()
+        };
         s += &format!(
-            "| `{}` | {:.2}x | {:.3} ± {:.3} | {} |\n",
+            "| `{}` | {:.2}x | {:.3} ± {:.3} |{split} {} |\n",
             r["policy"].as_str().unwrap_or("?"),
             r["activation_ratio"].as_f64().unwrap_or(0.0),
             r["grad_error"].as_f64().unwrap_or(0.0),
@@ -203,4 +242,26 @@ fn markdown(model: &str, g: &GradArgs, rows: &[Value]) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(diff2: f64, norm2: f64) -> GradPair {
+        GradPair { name: "w".into(), diff2, norm2 }
+    }
+
+    #[test]
+    fn bias_and_noise_split_the_error_and_skip_unperturbed_weights() {
+        // e₁² = e₂² = 4, d² = 2 over ‖g‖² = 1: noise² = 1, bias² = 4 − 1 = 3.
+        let split = [pair(4.0, 1.0), pair(4.0, 1.0), pair(2.0, 1.0)];
+        let exact = [pair(0.0, 9.0), pair(0.0, 9.0), pair(0.0, 9.0)];
+        let (bias, noise) = bias_noise(&[split.clone(), exact]);
+        assert!((bias - 3f64.sqrt()).abs() < 1e-12 && (noise - 1.0).abs() < 1e-12, "{bias} {noise}");
+        // Pure noise: the errors' mean square is all noise, and bias is 0, never negative.
+        let (bias, noise) = bias_noise(&[[pair(1.0, 4.0), pair(0.8, 4.0), pair(2.2, 4.0)]]);
+        assert_eq!(bias, 0.0);
+        assert!((noise - (1.1f64 / 4.0).sqrt()).abs() < 1e-12, "{noise}");
+    }
 }

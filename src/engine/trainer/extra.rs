@@ -138,30 +138,14 @@ impl Trainer {
         labels: &[u8],
         quant: Option<&QuantPlan>,
     ) -> Result<()> {
-        let share = self.controller.as_ref().map_or(PROBE_SHARE, |c| c.config.share);
-        let n = labels.len().div_ceil(share).max(1);
-        let per = images.len() / labels.len().max(1);
         let model = &mut self.model;
         let kept = record(ctx, "probe snapshot", |enc| snapshot_state(ctx, enc, model)).await?;
-        let (mut exact_grads, mut pairs, mut records) = (Vec::new(), Vec::new(), Vec::new());
-        for exact in [true, false] {
-            let mut store = if exact {
-                SavedActivations::new()
-            } else {
-                let mut s = SavedActivations::like(&self.saved)?;
-                s.set_batch_share(labels.len(), n);
-                s
-            };
-            store.begin_step(self.step_seed());
-            let (x, y) = upload_batch(ctx, &images[..n * per], &labels[..n])?;
-            self.pass(ctx, x, &y, &mut store, quant, false).await?;
-            if exact {
-                exact_grads = record(ctx, "probe keep", |enc| keep_gradients(ctx, enc, &self.model)).await?;
-            } else {
-                pairs = compare_gradients(ctx, &self.model, &exact_grads).await?;
-                records = store.read_records(ctx).await?;
-            }
-        }
+        let seed = self.step_seed();
+        self.probe_pass(ctx, images, labels, quant, None).await?;
+        let exact = record(ctx, "probe keep", |enc| keep_gradients(ctx, enc, &self.model)).await?;
+        let store = self.probe_pass(ctx, images, labels, quant, Some(seed)).await?;
+        let pairs = compare_gradients(ctx, &self.model, &exact).await?;
+        let records = store.read_records(ctx).await?;
         record(ctx, "probe restore", |enc| restore_state(enc, &kept)).await?;
         let average = self.plan.as_ref().map_or(0.0, |p| p.1.average);
         if let Some(c) = self.controller.as_mut() {
@@ -169,6 +153,70 @@ impl Trainer {
             self.saved.set_budgets(c.budgets().clone());
         }
         Ok(())
+    }
+
+    /// The probe's forward and backward of its share of the batch (weight gradients in the
+    /// gradient buffers), with exact saved activations (`seed` `None`) or compressed as in a
+    /// whole batch with that rounding seed; returns the store.
+    async fn probe_pass(
+        &mut self,
+        ctx: &GpuContext,
+        images: &[f32],
+        labels: &[u8],
+        quant: Option<&QuantPlan>,
+        seed: Option<u32>,
+    ) -> Result<SavedActivations> {
+        let share = self.controller.as_ref().map_or(PROBE_SHARE, |c| c.config.share);
+        let n = labels.len().div_ceil(share).max(1);
+        let per = images.len() / labels.len().max(1);
+        let mut store = match seed {
+            None => SavedActivations::new(),
+            Some(_) => {
+                let mut s = SavedActivations::like(&self.saved)?;
+                s.set_batch_share(labels.len(), n);
+                s
+            }
+        };
+        store.begin_step(seed.unwrap_or(0));
+        let (x, y) = upload_batch(ctx, &images[..n * per], &labels[..n])?;
+        self.pass(ctx, x, &y, &mut store, quant, false).await?;
+        Ok(store)
+    }
+
+    /// How much of the probe's gradient error is bias and how much rounding noise, on `images`
+    /// and `labels` with the budgets as they are (nothing trains, the controller is not told):
+    /// the compressed pass runs twice with two rounding seeds. Per weight, its gradient error
+    /// with the first seed and with the second against the exact gradient, and the second
+    /// against the first (`norm2` there is the exact gradient's too). Unbiased rounding makes
+    /// the two errors' mean square `bias² + noise²` and the difference's `2·noise²`.
+    pub async fn probe_spread(
+        &mut self,
+        ctx: &GpuContext,
+        images: &[f32],
+        labels: &[u8],
+    ) -> Result<Vec<[GradPair; 3]>> {
+        let quant = self.step_quant(ctx, images, labels.len()).await?;
+        let model = &mut self.model;
+        let kept = record(ctx, "probe snapshot", |enc| snapshot_state(ctx, enc, model)).await?;
+        let seed = self.step_seed();
+        self.probe_pass(ctx, images, labels, quant.as_ref(), None).await?;
+        let exact = record(ctx, "probe keep", |enc| keep_gradients(ctx, enc, &self.model)).await?;
+        self.probe_pass(ctx, images, labels, quant.as_ref(), Some(seed)).await?;
+        let first = compare_gradients(ctx, &self.model, &exact).await?;
+        let first_grads = record(ctx, "probe keep", |enc| keep_gradients(ctx, enc, &self.model)).await?;
+        self.probe_pass(ctx, images, labels, quant.as_ref(), Some(seed ^ 0x5bd1_e995)).await?;
+        let second = compare_gradients(ctx, &self.model, &exact).await?;
+        let between = compare_gradients(ctx, &self.model, &first_grads).await?;
+        record(ctx, "probe restore", |enc| restore_state(enc, &kept)).await?;
+        Ok(first
+            .into_iter()
+            .zip(second)
+            .zip(between)
+            .map(|((a, b), d)| {
+                let norm2 = a.norm2;
+                [a, b, GradPair { norm2, ..d }]
+            })
+            .collect())
     }
 
     /// The step plan under an `fdsr` budget (None for other policies): what a one-image forward
