@@ -1,4 +1,5 @@
-//! Training-step benchmark (native): images/s of `Trainer::step` on synthetic data, dispatches
+//! Training-step benchmark (native): images/s of `Trainer::step` on synthetic data under a
+//! saved-activation policy (and of one step with its gradient-error probe), dispatches
 //! and GPU time per kernel entry point (timestamp queries where the adapter has them), the
 //! arithmetic rate of the step and of each matrix-product kernel beside the same adapter's copy
 //! bandwidth and matrix-product rate (so the gap to the device is visible on any adapter), and
