@@ -11,7 +11,7 @@ use std::time::Instant;
 use crate::codec::config::Policy;
 use crate::data::synthetic;
 use crate::engine::batch::{make_batch, Normalization};
-use crate::engine::controller::{Controller, ControllerConfig};
+use crate::engine::controller::ControllerConfig;
 use crate::engine::{gemm, ModelName, Tensor, TrainConfig, Trainer};
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, storage_zeroed, uniform};
@@ -99,19 +99,37 @@ pub fn device_rates(ctx: &GpuContext, mib: usize, n: usize) -> Result<(f64, f64)
     Ok((2.0 * words as f64 * 4.0 / copy / 1e9, 2.0 * (n * n * n) as f64 / mm / 1e9))
 }
 
+/// What every policy of one benchmark run shares: the GEMM path (selected once, with its
+/// self-check under `auto`) and the adapter's copy and matmul rates on that path.
+#[derive(Clone, Debug)]
+pub struct BenchDevice {
+    /// How conv and linear layers multiply, as asked.
+    pub compute: Compute,
+    /// `compute: …`: the path taken and why (`engine::gemm::ComputeReport`).
+    pub report: String,
+    /// [`device_rates`]: copy GB/s and matmul GFLOP/s.
+    pub rates: (f64, f64),
+}
+
+impl BenchDevice {
+    /// Selects the GEMM path `compute` asks for, then measures the rates on it.
+    pub async fn select(ctx: &GpuContext, compute: Compute) -> Result<BenchDevice> {
+        let report = gemm::select_compute(ctx, compute).await?.to_string();
+        Ok(BenchDevice { compute, report, rates: device_rates(ctx, 64, 1024)? })
+    }
+}
+
 /// Times `steps` training steps of `model` at `batch` after one warm-up step, saved activations
 /// stored under `policy` (`None`: fp32) without the gradient-error probe; then, for a lossy
-/// policy, one step with the probe (after one more warm-up). The GEMMs take the path `compute`
-/// selects (a self-check first under `auto`).
+/// policy, one step with the probe (after one more warm-up), on `device`'s GEMM path.
 pub async fn measure(
     ctx: &GpuContext,
     model: ModelName,
     batch: usize,
     steps: usize,
-    compute: Compute,
     policy: Option<&Policy>,
+    device: &BenchDevice,
 ) -> Result<TrainBench> {
-    let report = gemm::select_compute(ctx, compute).await?;
     let cfg = TrainConfig {
         model,
         epochs: 1,
@@ -122,7 +140,7 @@ pub async fn measure(
         seed: 0,
         augment: false,
         policy: policy.cloned(),
-        compute,
+        compute: device.compute,
     };
     let data = synthetic::images(batch, 28, 28, 10, 5);
     let norm = Normalization::of(&data);
@@ -145,7 +163,7 @@ pub async fn measure(
     let timings = ctx.profiler.collect(ctx).await?;
     let probe = probe_step(ctx, &mut t, &x, &y).await?;
     ctx.profiler.collect(ctx).await?; // the probe steps' counts, not the timed steps'
-    let (copy_gb_s, matmul_gflop_s) = device_rates(ctx, 64, 1024)?;
+    let (copy_gb_s, matmul_gflop_s) = device.rates;
     let enabled = ctx.device.features();
     Ok(TrainBench {
         adapter: ctx.adapter_description(),
@@ -165,7 +183,7 @@ pub async fn measure(
         subgroup_sizes: (ctx.info.subgroup_min_size, ctx.info.subgroup_max_size),
         cooperative_matrix: ctx.cooperative_matrix.clone(),
         transfers,
-        compute: report.to_string(),
+        compute: device.report.clone(),
         probe,
     })
 }
@@ -173,11 +191,10 @@ pub async fn measure(
 /// One step of `t` with the gradient-error probe, timed after a warm-up probe step (`None`
 /// where the policy has no probe).
 async fn probe_step(ctx: &GpuContext, t: &mut Trainer, x: &[f32], y: &[u8]) -> Result<Option<ProbeStep>> {
-    let every = ControllerConfig { every: 1, ..ControllerConfig::default() };
-    if Controller::for_policy(t.config.policy.as_ref(), every)?.is_none() {
+    t.set_controller(Some(ControllerConfig { every: 1, ..ControllerConfig::default() }))?;
+    if t.controller.is_none() {
         return Ok(None);
     }
-    t.set_controller(Some(every))?;
     t.step(ctx, x, y, 0.05).await?;
     t.read_metrics(ctx).await?;
     let before = ctx.transfer_counts();

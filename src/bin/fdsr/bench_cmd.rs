@@ -181,10 +181,11 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         What::Smoke { .. } => {}
         What::Train { model, batch, steps, compute, policies, .. } => {
             let (model, compute) = (model.parse()?, compute.parse()?);
+            let device = pollster::block_on(fdsr::bench::train::BenchDevice::select(&ctx, compute))?;
             let mut rows = Vec::new();
             for p in fdsr::codec::config::split_policies(policies) {
-                let policy: Option<Policy> = if p == "none" { None } else { Some(p.parse()?) };
-                let fut = fdsr::bench::train::measure(&ctx, model, *batch, (*steps).max(1), compute, policy.as_ref());
+                let policy = crate::saved_policy(&p)?;
+                let fut = fdsr::bench::train::measure(&ctx, model, *batch, (*steps).max(1), policy.as_ref(), &device);
                 let r = pollster::block_on(fut)?;
                 print!("{}{}", if rows.is_empty() { r.header() } else { "\n".into() }, r.body());
                 rows.push(r);
@@ -198,7 +199,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             let model: fdsr::engine::ModelName = model.parse()?;
             let mut rows = Vec::new();
             for p in fdsr::codec::config::split_policies(policies) {
-                let policy: Option<Policy> = if p == "none" { None } else { Some(p.parse()?) };
+                let policy = crate::saved_policy(&p)?;
                 let cap = (*cap_mib * (1u64 << 20) as f64) as u64;
                 let fut = fdsr::bench::memory::largest_batch(&ctx, model, policy.as_ref(), cap, *max_batch);
                 rows.push(pollster::block_on(fut)?);

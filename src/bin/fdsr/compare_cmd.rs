@@ -56,7 +56,7 @@ pub(crate) fn run_all(train: &TrainArgs, policies: &[String], seeds: u64) -> Res
     for entry in policies {
         let mut a = config(train)?;
         let (prec, p) = split_entry(entry)?;
-        a.policy = if p == "none" { None } else { Some(p.parse()?) };
+        a.policy = crate::saved_policy(p)?;
         let prec = prec.or_else(|| default_precision.clone());
         crate::pfq_report::check_signal(prec.as_ref(), train.val)?;
         cfgs.push((a, prec));

@@ -53,7 +53,7 @@ pub fn run(g: &GradArgs) -> Result<()> {
     let policies = fdsr::codec::config::split_policies(&g.policies);
     let mut cfgs = Vec::new();
     for p in &policies {
-        let policy = if p == "none" { None } else { Some(p.parse()?) };
+        let policy = crate::saved_policy(p)?;
         let probing = fdsr::engine::controller::Controller::for_policy(policy.as_ref(), ControllerConfig::default())?;
         if probing.is_none() {
             return Err(FdsrError::InvalidConfig(format!(

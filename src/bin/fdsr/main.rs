@@ -131,6 +131,15 @@ fn policy_of(a: &CompressArgs) -> Result<Policy> {
     Ok(p)
 }
 
+/// A saved-activation policy as the commands take it: `none` keeps fp32 (no policy).
+pub fn saved_policy(s: &str) -> Result<Option<Policy>> {
+    if s == "none" {
+        Ok(None)
+    } else {
+        s.parse().map(Some)
+    }
+}
+
 /// Native entry points wrap the library's async functions here, never inside the library.
 pub fn gpu() -> Result<GpuContext> {
     pollster::block_on(GpuContext::new())

@@ -135,7 +135,7 @@ pub(crate) fn config(a: &TrainArgs) -> Result<TrainConfig> {
         (true, OptKind::AdamW) => 0.0004,
     });
     let schedule: Schedule = a.schedule.parse()?;
-    let policy = if a.policy == "none" { None } else { Some(a.policy.parse()?) };
+    let policy = crate::saved_policy(&a.policy)?;
     Ok(TrainConfig {
         model,
         epochs: a.epochs,

@@ -140,11 +140,7 @@ impl Trainer {
     ) -> Result<()> {
         let model = &mut self.model;
         let kept = record(ctx, "probe snapshot", |enc| snapshot_state(ctx, enc, model)).await?;
-        let seed = self.step_seed();
-        self.probe_pass(ctx, images, labels, quant, None).await?;
-        let exact = record(ctx, "probe keep", |enc| keep_gradients(ctx, enc, &self.model)).await?;
-        let store = self.probe_pass(ctx, images, labels, quant, Some(seed)).await?;
-        let pairs = compare_gradients(ctx, &self.model, &exact).await?;
+        let (_, store, pairs) = self.exact_then_compressed(ctx, images, labels, quant).await?;
         let records = store.read_records(ctx).await?;
         record(ctx, "probe restore", |enc| restore_state(enc, &kept)).await?;
         let average = self.plan.as_ref().map_or(0.0, |p| p.1.average);
@@ -183,6 +179,24 @@ impl Trainer {
         Ok(store)
     }
 
+    /// The probe's exact pass, its weight gradients kept, then its compressed pass with the
+    /// step's rounding seed, compared with them: the kept exact gradients, the compressed pass's
+    /// store and each weight's error (one wait).
+    async fn exact_then_compressed(
+        &mut self,
+        ctx: &GpuContext,
+        images: &[f32],
+        labels: &[u8],
+        quant: Option<&QuantPlan>,
+    ) -> Result<(Vec<(String, Tensor)>, SavedActivations, Vec<GradPair>)> {
+        let seed = self.step_seed();
+        self.probe_pass(ctx, images, labels, quant, None).await?;
+        let exact = record(ctx, "probe keep", |enc| keep_gradients(ctx, enc, &self.model)).await?;
+        let store = self.probe_pass(ctx, images, labels, quant, Some(seed)).await?;
+        let pairs = compare_gradients(ctx, &self.model, &exact).await?;
+        Ok((exact, store, pairs))
+    }
+
     /// How much of the probe's gradient error is bias and how much rounding noise, on `images`
     /// and `labels` with the budgets as they are (nothing trains, the controller is not told):
     /// the compressed pass runs twice with two rounding seeds. Per weight, its gradient error
@@ -198,13 +212,10 @@ impl Trainer {
         let quant = self.step_quant(ctx, images, labels.len()).await?;
         let model = &mut self.model;
         let kept = record(ctx, "probe snapshot", |enc| snapshot_state(ctx, enc, model)).await?;
-        let seed = self.step_seed();
-        self.probe_pass(ctx, images, labels, quant.as_ref(), None).await?;
-        let exact = record(ctx, "probe keep", |enc| keep_gradients(ctx, enc, &self.model)).await?;
-        self.probe_pass(ctx, images, labels, quant.as_ref(), Some(seed)).await?;
-        let first = compare_gradients(ctx, &self.model, &exact).await?;
+        let (exact, _, first) = self.exact_then_compressed(ctx, images, labels, quant.as_ref()).await?;
         let first_grads = record(ctx, "probe keep", |enc| keep_gradients(ctx, enc, &self.model)).await?;
-        self.probe_pass(ctx, images, labels, quant.as_ref(), Some(seed ^ 0x5bd1_e995)).await?;
+        let seed = self.step_seed() ^ 0x5bd1_e995;
+        self.probe_pass(ctx, images, labels, quant.as_ref(), Some(seed)).await?;
         let second = compare_gradients(ctx, &self.model, &exact).await?;
         let between = compare_gradients(ctx, &self.model, &first_grads).await?;
         record(ctx, "probe restore", |enc| restore_state(enc, &kept)).await?;
