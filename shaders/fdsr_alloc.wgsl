@@ -1,13 +1,14 @@
 // fdsr bit allocation on the device (docs/CODEC.md, "Bit allocation on the device"): one
 // workgroup reduces a segment's analysis (per-workgroup partials and per-plane DC maxima), picks
 // the bits per band of least estimated error whose payload fits the region, and writes the
-// region's header and the segment's statistics. finish_segment then records the bits used.
+// region's header and the segment's statistics. finish_segment later turns the blocks' sizes
+// into offsets and records the bits used.
 // src/reference/device_alloc.rs mirrors every step in the same order.
 
 struct AllocParams {
     groups: u32, planes: u32, tiles: u32, nbands: u32,
     limit_bits: u32, mode: u32, weight: f32, cls_off: u32,
-    pay_off: u32, reuse: u32, sums_at: u32, pack_x: u32,
+    pay_off: u32, reuse: u32, blk_off: u32, pack_x: u32,
     edges: array<vec4<u32>, 3>,
     inv_l2: array<vec4<f32>, 3>, // 1 / (2^b - 1)^2 for b = 1..=8 (index b)
     fixed: array<vec4<u32>, 2>,  // the bits per band of MODE_FIXED
@@ -21,13 +22,11 @@ struct AllocParams {
 @group(0) @binding(3) var<storage, read_write> region: array<u32>;
 // The segment's statistics (src/codec/resident/layout.rs, STAT_*).
 @group(0) @binding(4) var<storage, read_write> stats: array<u32>;
-// Per tile its bit offset (after the pack: finish_segment reads the last one).
-@group(0) @binding(5) var<storage, read> work: array<u32>;
 // Window totals of the store: used bytes (low, high word), reuse hits, reuse-eligible tiles.
-@group(0) @binding(6) var<storage, read_write> acc: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read_write> acc: array<atomic<u32>>;
 // The grids of the pack's two launches, pack_tiles and, where an AC band is at 16 bits,
 // pack_tiles_compact (src/codec/resident/segment.rs, pack_args).
-@group(0) @binding(7) var<storage, read_write> pack_args: array<u32>;
+@group(0) @binding(6) var<storage, read_write> pack_args: array<u32>;
 
 const WG: u32 = 256u;
 // Bits of an AC band's scale code (shaders/common.wgsl, which this shader does not include).
@@ -43,7 +42,7 @@ var<workgroup> red: array<f32, 256>;
 var<workgroup> tot: array<f32, 21>; // the 20 partial statistics, then the DC term
 var<workgroup> terms: array<f32, 80>; // band j at choice c: j * 10 + c
 var<workgroup> best_err: array<f32, 256>;
-var<workgroup> best_size: array<u32, 256>;
+var<workgroup> best_size: array<u32, 257>; // finish_segment: the lanes' run offsets, then the total
 var<workgroup> best_idx: array<u32, 256>;
 
 fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
@@ -282,12 +281,38 @@ fn greedy(c: ptr<function, array<u32, 8>>, nonzero: u32, full: u32) {
     }
 }
 
-// After the pack: the payload bits used (header and statistics) and the store's window totals.
-@compute @workgroup_size(1)
-fn finish_segment() {
-    let last = p.tiles - 1u;
-    let cls = (region[p.cls_off + (last >> 4u)] >> ((last & 15u) * 2u)) & 3u;
-    let used = work[last] + work[p.sums_at + (last >> 8u)] + region[9u + cls];
+// Between the class section and the pack: scans the blocks' payload sizes (pack_meta of
+// shaders/fdsr_encode.wgsl) in place into their offsets (each lane a run of blocks in order, lane
+// 0 the runs' totals), then records the payload bits used (header and statistics) and the store's
+// window totals.
+@compute @workgroup_size(256)
+fn finish_segment(@builtin(local_invocation_index) lid: u32) {
+    let blocks = (p.tiles + 255u) / 256u;
+    let per = (blocks + WG - 1u) / WG;
+    let first = min(lid * per, blocks);
+    let last = min(first + per, blocks);
+    var run = 0u;
+    for (var b = first; b < last; b++) { run += region[p.blk_off + b]; }
+    best_size[lid] = run;
+    workgroupBarrier();
+    if (lid == 0u) {
+        var acc_bits = 0u;
+        for (var l = 0u; l < WG; l++) {
+            let r = best_size[l];
+            best_size[l] = acc_bits;
+            acc_bits += r;
+        }
+        best_size[WG] = acc_bits;
+    }
+    workgroupBarrier();
+    var off = best_size[lid];
+    for (var b = first; b < last; b++) {
+        let size = region[p.blk_off + b];
+        region[p.blk_off + b] = off;
+        off += size;
+    }
+    if (lid != 0u) { return; }
+    let used = best_size[WG];
     region[13] = used;
     stats[5] = used;
     let bytes = 4u * (p.pay_off + (used + 31u) / 32u);

@@ -1,5 +1,5 @@
-// fdsr decoder (docs/CODEC.md) of one segment's device region: tile bit offsets from the class
-// section (shaders/tile_offsets.wgsl), then per tile: read its codes at its bit
+// fdsr decoder (docs/CODEC.md) of one segment's device region in one pass: per tile, its bit
+// offset from its block's and the class section (shaders/tile_offsets.wgsl); read its codes at that
 // offset, dequantize, inverse DCT, write the cropped 8x8 block. A reference tile (class 3) holds
 // its representative's index (a non-reference tile of the segment) in 32 bits and decodes that
 // tile's payload at its own position. Codes are read through a 64-bit window refilled at fixed
@@ -9,7 +9,7 @@
 struct DecodeParams {
     planes: u32, h: u32, w: u32, tiles_x: u32,
     tiles_per_plane: u32, tiles: u32, nbands: u32, dc_off: u32,
-    cls_off: u32, pay_off: u32, sums_at: u32, _p0: u32,
+    cls_off: u32, pay_off: u32, blk_off: u32, _p0: u32,
     edges: array<vec4<u32>, 3>,
 }
 
@@ -19,13 +19,13 @@ const H_CLASS_BITS: u32 = 9u;
 
 @group(0) @binding(1) var<uniform> p: DecodeParams;
 @group(0) @binding(2) var<storage, read> region: array<u32>;
-// Per tile its bit offset within its block, from sums_at the blocks' (shaders/tile_offsets.wgsl).
-@group(0) @binding(3) var<storage, read_write> work: array<u32>;
-@group(0) @binding(4) var<storage, read_write> output: array<f32>;
+@group(0) @binding(3) var<storage, read_write> output: array<f32>;
 
 fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
 fn band_bits(i: u32) -> u32 { return region[H_BITS + i]; }
-fn tile_class(t: u32) -> u32 { return (region[p.cls_off + (t >> 4u)] >> ((t & 15u) * 2u)) & 3u; }
+fn class_word(i: u32) -> u32 { return region[p.cls_off + i]; }
+fn tile_class(t: u32) -> u32 { return (class_word(t >> 4u) >> ((t & 15u) * 2u)) & 3u; }
+fn block_offset(b: u32) -> u32 { return region[p.blk_off + b]; }
 fn class_size(c: u32) -> u32 { return region[H_CLASS_BITS + c]; }
 
 fn coef_row(c: ptr<function, array<f32, 64>>, i: u32) -> Row {

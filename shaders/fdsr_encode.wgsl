@@ -4,7 +4,7 @@
 // (written by shaders/fdsr_alloc.wgsl on the device, or by the host on the file path).
 //
 // Region words: header (src/codec/resident/layout.rs), DC codes (4 per word), 2-bit classes
-// (16 per word), the tile bitstream. One invocation per 8x8 tile unless said otherwise.
+// (16 per word), the bit offsets of the blocks of 256 tiles, the tile bitstream. One invocation per 8x8 tile unless said otherwise.
 // Parameters, bindings, tile loads and band statistics: shaders/fdsr_tiles.wgsl (its prelude).
 
 // a + b, or max(a, b) for the max statistic.
@@ -78,8 +78,10 @@ fn read_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     if (t < p.tiles) { work[t] = select(0u, 1u, tile_nonzero(load_tile(t))); }
 }
 
-// One invocation per word of the class section (16 tiles) and then of the DC-code section
-// (4 planes, each its largest |DC| coded under the header's e0).
+// One invocation per word of the class section (16 tiles), which also adds the word's payload
+// bits to its block's size (the block-offset section is zero until then; finish_segment of
+// shaders/fdsr_alloc.wgsl scans the sizes into offsets), and then one per word of the DC-code
+// section (4 planes, each its largest |DC| coded under the header's e0).
 @compute @workgroup_size(64)
 fn pack_meta(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
@@ -92,6 +94,7 @@ fn pack_meta(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg:
             if (t < p.tiles) { word |= (work[t] & 3u) << (2u * k); }
         }
         atomicStore(&region[p.cls_off + i], word);
+        atomicAdd(&region[p.blk_off + (i >> 4u)], word_bits(word, class_sizes()));
         return;
     }
     let j = i - cls_words;
@@ -194,7 +197,7 @@ fn pack_head(t: u32, cls: u32, wr: ptr<function, Writer>) -> Head {
     return Head(cls == 2u, c, key, e0, stochastic);
 }
 
-// The writer of tile t's payload, at its bit offset from the scan.
+// The writer of tile t's payload, at its bit offset.
 fn tile_writer(t: u32) -> Writer {
     let start = tile_offset(t);
     return Writer(start >> 5u, 0u, 0u, 0u, start & 31u, 0u);

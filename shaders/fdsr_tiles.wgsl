@@ -7,7 +7,7 @@ struct FdsrParams {
     planes: u32, h: u32, w: u32, tiles_x: u32,
     tiles_per_plane: u32, tiles: u32, tile_base: u32, nbands: u32,
     seed: u32, stream: u32, stochastic: u32, dc_threshold: f32,
-    dc_off: u32, cls_off: u32, pay_off: u32, sums_at: u32,
+    dc_off: u32, cls_off: u32, pay_off: u32, blk_off: u32,
     edges: array<vec4<u32>, 3>,
 }
 
@@ -21,8 +21,7 @@ const H_CLASS_BITS: u32 = 9u;
 
 @group(0) @binding(1) var<uniform> p: FdsrParams;
 @group(0) @binding(2) var<storage, read> input: array<f32>;
-// Per tile: its class (analyze_tiles), then its bit offset within its block (shaders/tile_offsets.wgsl);
-// from sums_at, the blocks' offsets.
+// Per tile its class (analyze_tiles; references marked by shaders/fdsr_reuse.wgsl).
 @group(0) @binding(3) var<storage, read_write> work: array<u32>;
 // Per plane of the segment: the bits of max |DC|, then (at planes + plane) the non-zero tile count.
 @group(0) @binding(4) var<storage, read_write> plane_dcmax: array<atomic<u32>>;
@@ -38,7 +37,9 @@ fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
 fn band_bits(i: u32) -> u32 { return atomicLoad(&region[H_BITS + i]); }
 fn header_e0() -> i32 { return bitcast<i32>(atomicLoad(&region[H_E0])); }
 fn class_size(c: u32) -> u32 { return atomicLoad(&region[H_CLASS_BITS + (c & 3u)]); }
-fn tile_class(t: u32) -> u32 { return (atomicLoad(&region[p.cls_off + (t >> 4u)]) >> ((t & 15u) * 2u)) & 3u; }
+fn class_word(i: u32) -> u32 { return atomicLoad(&region[p.cls_off + i]); }
+fn tile_class(t: u32) -> u32 { return (class_word(t >> 4u) >> ((t & 15u) * 2u)) & 3u; }
+fn block_offset(b: u32) -> u32 { return atomicLoad(&region[p.blk_off + b]); }
 fn dc_code(plane: u32) -> u32 { return (atomicLoad(&region[p.dc_off + (plane >> 2u)]) >> ((plane & 3u) * 8u)) & 0xffu; }
 
 fn row_nonzero(r: Row) -> bool { return any(r.a != vec4<f32>(0.0)) || any(r.b != vec4<f32>(0.0)); }

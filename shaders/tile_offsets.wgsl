@@ -1,26 +1,26 @@
 // The bit offsets of an fdsr segment's tiles, which the encoder's pack and the decoder share (a
-// tile's size depends only on its class). `scan_tiles` walks each block of 256 tiles in order:
-// work[t] = the bits of the block's tiles before t, work[p.sums_at + block] = the block's total,
-// which shaders/scan.wgsl then scans into the block's offset. Prepended to both; each declares
-// `p` (tiles, sums_at), `work`, `tile_class` and `class_size`.
+// tile's size depends only on its class, and a zero tile takes no bits). The region holds the
+// offset of each block of 256 tiles (the encoder's finish_segment scans the blocks' sizes into
+// them); a tile's offset is its block's plus the sizes of the block's earlier tiles, counted from
+// the 2-bit classes 16 at a time. Prepended to both; each declares `class_size(c)`,
+// `class_word(i)` (word i of the class section) and `block_offset(b)`.
+
+// The payload bits of the 16 tiles of class word `word` (sizes `s` of classes 1, 2 and 3).
+fn word_bits(word: u32, s: vec3<u32>) -> u32 {
+    let lo = word & 0x55555555u;
+    let hi = (word >> 1u) & 0x55555555u;
+    return s.x * countOneBits(lo & ~hi) + s.y * countOneBits(hi & ~lo) + s.z * countOneBits(lo & hi);
+}
+
+// The payload sizes of classes 1, 2 and 3.
+fn class_sizes() -> vec3<u32> { return vec3<u32>(class_size(1u), class_size(2u), class_size(3u)); }
 
 // Tile t's bit offset in the payload.
-fn tile_offset(t: u32) -> u32 { return work[t] + work[p.sums_at + (t >> 8u)]; }
-
-// One invocation per block of 256 tiles (serially: on lavapipe this beats a workgroup scan).
-@compute @workgroup_size(64)
-fn scan_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-              @builtin(local_invocation_index) lid: u32) {
-    let block = group_index(wg, nwg) * 64u + lid;
-    let first = block * 256u;
-    if (first >= p.tiles) { return; }
-    let last = min(first + 256u, p.tiles);
-    let sizes = vec4<u32>(class_size(0u), class_size(1u), class_size(2u), class_size(3u));
-    var acc = 0u;
-    for (var t = first; t < last; t++) {
-        let c = tile_class(t);
-        work[t] = acc;
-        acc += sizes[c];
-    }
-    work[p.sums_at + block] = acc;
+fn tile_offset(t: u32) -> u32 {
+    let s = class_sizes();
+    var off = block_offset(t >> 8u);
+    let w = t >> 4u;
+    for (var i = (t >> 8u) * 16u; i < w; i++) { off += word_bits(class_word(i), s); }
+    // The earlier tiles of t's own word; the mask leaves the others class 0, which takes no bits.
+    return off + word_bits(class_word(w) & ((1u << (2u * (t & 15u))) - 1u), s);
 }

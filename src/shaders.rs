@@ -16,7 +16,7 @@ pub const TILE_LOAD: &str = include_str!("../shaders/tile_load.wgsl");
 /// encoder and decoder.
 pub const BANDS: &str = include_str!("../shaders/bands.wgsl");
 
-/// The tile bit offsets (`scan_tiles`, `tile_offset`) shared by the fdsr encoder and decoder.
+/// The tile bit offsets (`tile_offset`, `word_bits`) shared by the fdsr encoder and decoder.
 pub const TILE_OFFSETS: &str = include_str!("../shaders/tile_offsets.wgsl");
 
 /// The fdsr encoder's parameters, bindings and per-band statistics, prepended (after
@@ -102,10 +102,9 @@ const OPS_COMPARE: &str = include_str!("../shaders/ops_compare.wgsl");
 /// sums and `NAME_sg` with subgroup sums.
 pub const SHADERS: &[ShaderInfo] = &[
     shader("copy", include_str!("../shaders/copy.wgsl"), Prelude::None, "rwu"),
-    shader("scan", include_str!("../shaders/scan.wgsl"), Prelude::None, "uww"),
     shader("fdsr_encode", include_str!("../shaders/fdsr_encode.wgsl"), Prelude::Encode, "uurwwwwr"),
-    shader("fdsr_alloc", include_str!("../shaders/fdsr_alloc.wgsl"), Prelude::None, "urrwwrww"),
-    shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), Prelude::Decode, "uurww"),
+    shader("fdsr_alloc", include_str!("../shaders/fdsr_alloc.wgsl"), Prelude::None, "urrwwww"),
+    shader("fdsr_decode", include_str!("../shaders/fdsr_decode.wgsl"), Prelude::Decode, "uurw"),
     shader("fdsr_reuse", include_str!("../shaders/fdsr_reuse.wgsl"), Prelude::Tiles, "uuruwrwwr"),
     shader("uniform", include_str!("../shaders/uniform.wgsl"), Prelude::Codec, "uurwwww"),
     shader("division", include_str!("../shaders/division.wgsl"), Prelude::Tiles, "uurwwww"),

@@ -165,3 +165,62 @@ fn a_budget_below_the_metadata_is_refused_with_the_least_budget() {
         other => panic!("expected BudgetTooLow, got {:?}", other.map(|r| r.reserved_bytes())),
     }
 }
+
+/// The blocks' offsets (one per 256 tiles, scanned on the device in runs of blocks per lane) are
+/// the host's prefix of the tile sizes, here with 313 blocks (more than the scan's 256 lanes),
+/// and the tiles they place decode as the reference decodes.
+#[test]
+fn block_offsets_are_the_host_prefix_beyond_one_block_per_lane() {
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [2, 40_000, 8, 8];
+    let mut x = relu_activation(shape, 3);
+    // Every fifth tile zero and every seventh flat: all three stored classes in every block.
+    for (t, tile) in x.chunks_mut(64).enumerate() {
+        if t % 5 == 0 {
+            tile.fill(0.0);
+        } else if t % 7 == 0 {
+            tile.fill(0.5);
+        }
+    }
+    let opts = CodecOptions { seed: 2, ..Default::default() };
+    let policy = "fdsr:bits=8,4,3,2";
+    let (r, y) = round_trip(&ctx, &x, &shape, policy, &opts);
+    let s = &r.segments[0];
+    let SegmentForm::Fdsr { layout: l, .. } = &s.form else { panic!("not fdsr") };
+    assert_eq!(l.pay_off - l.blk_off, 313);
+    let w = words(&ctx, &s.region, l.pay_off);
+    let sizes = &w[layout::H_CLASS_BITS..layout::H_CLASS_BITS + 4];
+    let mut at = 0u32;
+    for b in 0..313usize {
+        assert_eq!(w[l.blk_off as usize + b], at, "block {b}");
+        for t in b * 256..(b * 256 + 256).min(l.tiles as usize) {
+            at += sizes[((w[l.cls_off as usize + t / 16] >> (2 * (t % 16))) & 3) as usize];
+        }
+    }
+    assert_eq!(w[layout::H_USED], at, "bits used");
+    let want = reference::decompress(&reference::compress(&x, &shape, &policy.parse().unwrap(), &opts).unwrap());
+    let (want, peak) = (want.unwrap(), x.iter().fold(0f32, |m, v| m.max(v.abs())));
+    let off = y.iter().zip(&want).filter(|(a, b)| (*a - *b).abs() > 1e-4 * peak).count();
+    assert!(off * 1000 <= x.len(), "{off} of {} decoded values differ from the reference", x.len());
+}
+
+/// What a real GPU pays per stored tensor in passes: an `fdsr` segment encodes in six dispatches
+/// (analysis, allocation, class and DC sections, block offsets with the accounting, and the
+/// pack's two indirect launches, one of them empty) and decodes in one.
+#[test]
+fn an_fdsr_segment_encodes_in_six_dispatches_and_decodes_in_one() {
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [4, 8, 32, 32];
+    let x = relu_activation(shape, 8);
+    let input = storage_init(&ctx, "x", bytemuck::cast_slice(&x));
+    let (out, acc) = (storage_zeroed(&ctx, "y", x.len() as u64 * 4), storage_zeroed(&ctx, "acc", 16));
+    let p: Policy = "fdsr:budget=2,mask,grad".parse().unwrap();
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    let before = ctx.transfer_counts();
+    let r = record_encode(&ctx, &mut enc, &input, &shape, &p, &CodecOptions::default(), Category::Workspace, &acc);
+    let encoded = ctx.transfer_counts().since(&before);
+    record_decode(&ctx, &mut enc, &r.unwrap(), &out).unwrap();
+    let decoded = ctx.transfer_counts().since(&before).since(&encoded);
+    ctx.queue.submit([enc.finish()]);
+    assert_eq!((encoded.dispatches, decoded.dispatches), (6, 1));
+}

@@ -2,7 +2,7 @@
 //! and the buffer pool's accounting adds up.
 
 use fdsr::codec::resident::{fdsr as rfdsr, flat};
-use fdsr::codec::{reuse_gpu, scan, tables};
+use fdsr::codec::{reuse_gpu, tables};
 use fdsr::engine::ops::{batchnorm, elementwise, fakequant, gate, loss, optim, pool};
 use std::mem::size_of;
 
@@ -21,7 +21,7 @@ fn wgsl_struct_size(shader: &str, name: &str) -> u32 {
 
 #[test]
 fn rust_param_structs_match_wgsl() {
-    let cases: [(&str, &str, usize); 20] = [
+    let cases: [(&str, &str, usize); 19] = [
         ("gemm", "GemmParams", size_of::<fdsr::engine::gemm::GemmParams>()),
         ("fdsr_reuse", "ReuseParams", size_of::<reuse_gpu::ReuseParams>()),
         ("fdsr_reuse", "Hyper", size_of::<reuse_gpu::Hyper>()),
@@ -29,7 +29,6 @@ fn rust_param_structs_match_wgsl() {
         ("fdsr_encode", "FdsrParams", size_of::<rfdsr::EncodeParams>()),
         ("fdsr_decode", "DecodeParams", size_of::<rfdsr::DecodeParams>()),
         ("fdsr_alloc", "AllocParams", size_of::<rfdsr::AllocParams>()),
-        ("scan", "ScanParams", size_of::<scan::ScanParams>()),
         ("fdsr_encode", "Tables", size_of::<tables::Tables>()),
         ("uniform", "UniformParams", size_of::<flat::UniformParams>()),
         ("division", "DivisionParams", size_of::<flat::DivisionParams>()),

@@ -7,7 +7,6 @@ pub mod bits;
 pub mod file;
 pub mod resident;
 pub mod reuse_gpu;
-pub mod scan;
 pub mod serialize;
 pub mod tables;
 

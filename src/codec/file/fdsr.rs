@@ -117,9 +117,9 @@ async fn encode(
         let l = FdsrLayout::for_fixed(g.planes.into(), g.tiles().into(), cb[2]);
         let region = upload(ctx, l.words, &head);
         ctx.write_buffer(&a.pack_args, 0, bytemuck::cast_slice(&pack_args(g, bits[1..].contains(&16))));
-        let stats = workspace(ctx, STAT_WORDS);
+        let (stats, acc) = (workspace(ctx, STAT_WORDS), workspace(ctx, 4));
         enc.clear_buffer(&stats, 0, None);
-        let reuse = job(*g, l).pack(&mut enc, x, a, &region, Some(&stats))?;
+        let reuse = job(*g, l).pack(&mut enc, x, a, &region, (&stats, &acc))?;
         packed.push((l, region, stats, reuse));
     }
     submit(ctx, "fdsr pack", enc).await?;
@@ -188,6 +188,25 @@ pub async fn reuse_keys(
     Ok(encode(ctx, input, shape, cfg, opts, true).await?.3)
 }
 
+/// The region's block offsets of a segment's tiles of `classes` (full tiles `cb[2]` bits, DC-only
+/// `cb[1]`, references [`REFERENCE_BITS`]): the bits of the tiles before each block.
+fn block_offsets(classes: &[u32], cb: &[u32]) -> Vec<u32> {
+    let size = |c: u32| match c {
+        1 | 2 => cb[c as usize],
+        3 => REFERENCE_BITS,
+        _ => 0,
+    };
+    let mut at = 0u32;
+    classes
+        .chunks(layout::BLOCK_TILES as usize)
+        .map(|b| {
+            let first = at;
+            at += b.iter().map(|&c| size(c)).sum::<u32>();
+            first
+        })
+        .collect()
+}
+
 /// Per tile, itself or (for a reference) the non-reference tile its chain of references ends at.
 fn resolve_sources(body: &FdsrBody, classes: &[u32]) -> Vec<u32> {
     let mut src: Vec<u32> = (0..classes.len() as u32).collect();
@@ -229,7 +248,9 @@ pub(super) async fn decompress(ctx: &GpuContext, body: &FdsrBody, shape: &[usize
         let (p0, t0) = (g.first_plane as usize, (g.first_plane * u64::from(g.tiles_per_plane)) as usize);
         let mut words = head.clone();
         words.extend(pack_words(body.dc_codes[p0..p0 + g.planes as usize].iter().map(|&c| u32::from(c)), 4));
-        words.extend(pack_words(classes[t0..t0 + g.tiles() as usize].iter().copied(), 16));
+        let seg_classes = &classes[t0..t0 + g.tiles() as usize];
+        words.extend(pack_words(seg_classes.iter().copied(), 16));
+        words.extend(block_offsets(seg_classes, &cb));
         let mut w = BitWriter::new();
         for t in t0..t0 + g.tiles() as usize {
             match classes[t] {

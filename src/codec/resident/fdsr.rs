@@ -1,12 +1,12 @@
 //! Driver of the `fdsr` 4-D path on the device (`shaders/fdsr_encode.wgsl`, `fdsr_alloc.wgsl`,
 //! `fdsr_reuse.wgsl`, `fdsr_decode.wgsl`): records one segment's analysis, bit allocation,
-//! reuse, pack and closing accounting into a command encoder, and its decode. Nothing here
-//! waits for the device; the region's header carries the bits from the allocation to the pack.
+//! reuse and pack (with its accounting) into a command encoder, and its decode. Nothing here
+//! waits for the device; the region's header carries the bits from the allocation to the pack,
+//! and its block offsets the tiles' places from the pack to the decode.
 
 use super::layout::FdsrLayout;
 use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig, Rounding};
 use crate::codec::reuse_gpu::{self, ReuseInputs, ReuseParams};
-use crate::codec::scan::record_scan;
 use crate::error::Result;
 use crate::gpu::kernel::{dispatch, dispatch_indirect, dispatch_with, grid, uniform, Bindable};
 use crate::gpu::{Category, GpuContext, PooledBuffer, STORAGE_USAGE};
@@ -22,26 +22,6 @@ fn scratch(ctx: &GpuContext, bytes: u64) -> PooledBuffer {
     ctx.pool.get(&ctx.device, Category::Workspace, bytes, STORAGE_USAGE)
 }
 
-/// Records the tile bit offsets of a segment into `work` from its region's classes and class
-/// sizes: `scan_tiles` of `shader` (bound to `binds`) per block of 256 tiles, then the scan of
-/// the blocks' totals in place.
-fn record_offsets(
-    ctx: &GpuContext,
-    enc: &mut wgpu::CommandEncoder,
-    (shader, binds): (&'static str, &[&dyn Bindable]),
-    g: &SegmentGeom,
-    work: &wgpu::Buffer,
-) -> Result<()> {
-    let blocks = g.tiles().div_ceil(256);
-    dispatch(ctx, enc, shader, "scan_tiles", binds, blocks.div_ceil(64))?;
-    let sums = wgpu::BufferBinding {
-        buffer: work,
-        offset: u64::from(g.sums_at()) * 4,
-        size: std::num::NonZeroU64::new(u64::from(blocks) * 4),
-    };
-    record_scan(ctx, enc, &sums, blocks)
-}
-
 /// The region of a segment under `cfg` (the budget per value of this tensor, or fixed bits).
 pub fn layout(g: &SegmentGeom, cfg: &FdsrConfig) -> Result<FdsrLayout> {
     let (planes, tiles) = (u64::from(g.planes), u64::from(g.tiles()));
@@ -55,8 +35,8 @@ pub fn layout(g: &SegmentGeom, cfg: &FdsrConfig) -> Result<FdsrLayout> {
 
 /// Per-segment buffers of the analysis, read by the allocation, reuse and pack.
 pub struct Analysis {
-    /// Per tile: class, then bit offset within its block; then the blocks' offsets.
-    pub work: PooledBuffer,
+    /// Per tile its class (references marked by the reuse kernels).
+    pub classes: PooledBuffer,
     /// Per plane: max |DC| bits, then non-zero tile counts.
     pub dcmax: PooledBuffer,
     /// Per analysis workgroup: [`STATS`] statistics.
@@ -94,6 +74,7 @@ impl Job<'_> {
             dc_off: l.dc_off as u32,
             cls_off: l.cls_off as u32,
             pay_off: l.pay_off as u32,
+            blk_off: l.blk_off as u32,
             edges: edges12(&self.cfg.band_edges),
             ..g.encode_params()
         };
@@ -104,14 +85,15 @@ impl Job<'_> {
     pub fn analyze(&self, enc: &mut wgpu::CommandEncoder, input: &wgpu::Buffer) -> Result<Analysis> {
         let (ctx, g) = (self.ctx, &self.g);
         let a = Analysis {
-            work: scratch(ctx, g.offsets_bytes()),
+            classes: scratch(ctx, u64::from(g.tiles()) * 4),
             dcmax: scratch(ctx, u64::from(g.planes) * 8),
             partials: scratch(ctx, u64::from(g.groups()) * STATS * 4),
             pack_args: ctx.pool.get(&ctx.device, Category::Workspace, 24, STORAGE_USAGE | wgpu::BufferUsages::INDIRECT),
         };
         enc.clear_buffer(&a.dcmax, 0, None);
         let (p, unused, no_region) = (self.encode_params(), scratch(ctx, 4), scratch(ctx, 4));
-        let binds: [&dyn Bindable; 8] = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, &no_region, &unused];
+        let binds: [&dyn Bindable; 8] =
+            [self.tables, &p, input, &a.classes, &a.dcmax, &a.partials, &no_region, &unused];
         let c = edge_constants(&self.cfg.band_edges);
         let (x, y) = grid(g.groups());
         dispatch_with(ctx, enc, ("fdsr_encode", "analyze_tiles", &c), &binds, [x, y, 1])?;
@@ -149,7 +131,7 @@ impl Job<'_> {
             cls_off: self.layout.cls_off as u32,
             pay_off: self.layout.pay_off as u32,
             reuse: u32::from(cfg.reuse.is_some()),
-            sums_at: g.sums_at(),
+            blk_off: self.layout.blk_off as u32,
             pack_x: g.tile_grid_x(),
             edges: edges12(&cfg.band_edges),
             inv_l2: alloc_rule::inv_l2_table(),
@@ -157,27 +139,28 @@ impl Job<'_> {
         };
         let p = uniform(ctx, "fdsr alloc", &p);
         let acc = scratch(ctx, 16);
-        let binds: [&dyn Bindable; 8] = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, &*acc, &*a.pack_args];
+        let binds: [&dyn Bindable; 7] = [&p, &*a.partials, &*a.dcmax, region, stats, &*acc, &*a.pack_args];
         dispatch(ctx, enc, "fdsr_alloc", "alloc_bits", &binds, 1)
     }
 
-    /// Records reuse (where configured), the class and DC sections, the tile offsets and the pack
-    /// into `region`, whose header holds the bits and e0 and whose rest is zero. With `stats`,
-    /// the reuse counters are copied into it. Returns the reuse buffers (keys, references).
+    /// Records reuse (where configured), the class and DC sections with the blocks' sizes, their
+    /// offsets and the accounting ([`Self::finish`]), and the pack into `region`, whose header
+    /// holds the bits and e0 and whose rest is zero. The reuse counters are copied into `stats`.
+    /// Returns the reuse buffers (keys, references).
     pub fn pack(
         &self,
         enc: &mut wgpu::CommandEncoder,
         input: &wgpu::Buffer,
         a: &Analysis,
         region: &wgpu::Buffer,
-        stats: Option<&wgpu::Buffer>,
+        (stats, acc): (&wgpu::Buffer, &wgpu::Buffer),
     ) -> Result<Option<reuse_gpu::ReuseBuffers>> {
         let (ctx, g, l) = (self.ctx, &self.g, &self.layout);
         let tiles = g.tiles();
         let reuse = match &self.cfg.reuse {
             Some(r) => {
                 let inputs =
-                    ReuseInputs { tables: self.tables, input, classes: &a.work, plane_dcmax: &a.dcmax, region };
+                    ReuseInputs { tables: self.tables, input, classes: &a.classes, plane_dcmax: &a.dcmax, region };
                 let params = ReuseParams {
                     planes: g.planes,
                     h: g.h,
@@ -190,15 +173,13 @@ impl Job<'_> {
                     ..Default::default()
                 };
                 let rb = reuse_gpu::record(ctx, enc, &inputs, params, r, self.opts.seed)?;
-                if let Some(s) = stats {
-                    enc.copy_buffer_to_buffer(
-                        &rb.table,
-                        rb.counters_offset(),
-                        s,
-                        4 * super::layout::STAT_CANDIDATES as u64,
-                        8,
-                    );
-                }
+                enc.copy_buffer_to_buffer(
+                    &rb.table,
+                    rb.counters_offset(),
+                    stats,
+                    4 * super::layout::STAT_CANDIDATES as u64,
+                    8,
+                );
                 Some(rb)
             }
             None => None,
@@ -212,10 +193,10 @@ impl Job<'_> {
             }
         };
         let p = self.encode_params();
-        let binds: [&dyn Bindable; 8] = [self.tables, &p, input, &a.work, &a.dcmax, &a.partials, region, state];
-        let meta_words = (l.pay_off - l.cls_off) + (l.cls_off - l.dc_off);
+        let binds: [&dyn Bindable; 8] = [self.tables, &p, input, &a.classes, &a.dcmax, &a.partials, region, state];
+        let meta_words = (l.blk_off - l.cls_off) + (l.cls_off - l.dc_off);
         dispatch(ctx, enc, "fdsr_encode", "pack_meta", &binds, (meta_words as u32).div_ceil(WG))?;
-        record_offsets(ctx, enc, ("fdsr_encode", &binds), g, &a.work)?;
+        self.finish(enc, a, region, stats, acc)?;
         let edges = edge_constants(&self.cfg.band_edges);
         if ctx.compact_shaders() {
             let (x, y) = grid(tiles.div_ceil(WG));
@@ -229,9 +210,9 @@ impl Job<'_> {
         Ok(reuse)
     }
 
-    /// Records the closing accounting: the payload bits used (header and `stats`) and the
-    /// store's window totals in `acc`.
-    pub fn finish(
+    /// Records the blocks' offsets (from the sizes `pack_meta` added up) and the accounting: the
+    /// payload bits used (header and `stats`) and the store's window totals in `acc`.
+    fn finish(
         &self,
         enc: &mut wgpu::CommandEncoder,
         a: &Analysis,
@@ -245,11 +226,11 @@ impl Job<'_> {
             cls_off: l.cls_off as u32,
             pay_off: l.pay_off as u32,
             reuse: u32::from(self.cfg.reuse.is_some()),
-            sums_at: g.sums_at(),
+            blk_off: l.blk_off as u32,
             ..Default::default()
         };
         let p = uniform(self.ctx, "fdsr finish", &p);
-        let binds: [&dyn Bindable; 8] = [&p, &*a.partials, &*a.dcmax, region, stats, &*a.work, acc, &*a.pack_args];
+        let binds: [&dyn Bindable; 7] = [&p, &*a.partials, &*a.dcmax, region, stats, acc, &*a.pack_args];
         dispatch(self.ctx, enc, "fdsr_alloc", "finish_segment", &binds, 1)
     }
 }
@@ -294,14 +275,12 @@ pub fn record_decode(
         dc_off: layout.dc_off as u32,
         cls_off: layout.cls_off as u32,
         pay_off: layout.pay_off as u32,
-        sums_at: g.sums_at(),
+        blk_off: layout.blk_off as u32,
         _p: 0,
         edges: edges12(edges),
     };
     let p = uniform(ctx, "fdsr decode", &p);
-    let work = scratch(ctx, g.offsets_bytes());
-    let binds: [&dyn Bindable; 5] = [tables, &p, region, &work, out];
-    record_offsets(ctx, enc, ("fdsr_decode", &binds), g, &work)?;
+    let binds: [&dyn Bindable; 4] = [tables, &p, region, out];
     let entry = if ctx.compact_shaders() { "unpack_tiles_compact" } else { "unpack_tiles" };
     let (x, y) = grid(tiles.div_ceil(WG));
     dispatch_with(ctx, enc, ("fdsr_decode", entry, &edge_constants(edges)), &binds, [x, y, 1])

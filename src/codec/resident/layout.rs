@@ -59,6 +59,8 @@ pub const STAT_DC_TERM: usize = 32;
 pub const STAT_GMAX: usize = 33;
 /// Flags of the allocation.
 pub const STAT_FLAGS: usize = 34;
+/// Tiles per block of an fdsr region's block-offset section.
+pub const BLOCK_TILES: u64 = 256;
 /// Largest segment, in bytes of f32 input: keeps every size in bits within a `u32`.
 pub const SEGMENT_MAX_BYTES: u64 = 1 << 28;
 
@@ -78,6 +80,10 @@ pub struct FdsrLayout {
     pub dc_off: u64,
     /// Word of the 2-bit classes (16 per word).
     pub cls_off: u64,
+    /// Word of the bit offsets of the blocks of [`BLOCK_TILES`] tiles in the bitstream (one
+    /// word per block): a tile's offset is its block's plus its block's earlier tiles' sizes,
+    /// which the kernels count from the classes.
+    pub blk_off: u64,
     /// Word of the tile bitstream.
     pub pay_off: u64,
     /// Words of the whole region.
@@ -88,8 +94,9 @@ impl FdsrLayout {
     fn with_payload(planes: u64, tiles: u64, payload_words: u64) -> Self {
         let dc_off = HEADER_WORDS;
         let cls_off = dc_off + packed_words(planes, 8);
-        let pay_off = cls_off + packed_words(tiles, 2);
-        FdsrLayout { planes, tiles, dc_off, cls_off, pay_off, words: pay_off + payload_words.max(1) }
+        let blk_off = cls_off + packed_words(tiles, 2);
+        let pay_off = blk_off + tiles.div_ceil(BLOCK_TILES);
+        FdsrLayout { planes, tiles, dc_off, cls_off, blk_off, pay_off, words: pay_off + payload_words.max(1) }
     }
 
     /// The region of `budget` bits per value (metadata included, header not) for `numel` values:
@@ -202,7 +209,7 @@ impl DivisionLayout {
 }
 
 /// The least bits an `fdsr` tensor of 4-D `shape` takes on a device binding `max_binding` bytes:
-/// per segment its DC codes, classes and one DC bit per tile (what a budget must leave room for,
+/// per segment its DC codes, classes, block offsets and one DC bit per tile (what a budget must leave room for,
 /// headers not counted), and the number of segments.
 pub fn fdsr_least_bits(shape: &[usize], max_binding: u64) -> Result<(u64, u64)> {
     let [n, c, h, w] = *shape else {
@@ -210,8 +217,13 @@ pub fn fdsr_least_bits(shape: &[usize], max_binding: u64) -> Result<(u64, u64)> 
     };
     let (planes, tpp) = ((n * c) as u64, (h.div_ceil(8) * w.div_ceil(8)) as u64);
     let segs = segments(planes, (h * w * 4) as u64, max_binding)?;
-    let bits =
-        segs.iter().map(|&(_, p)| 32 * (packed_words(p, 8) + packed_words(p * tpp, 2) + (p * tpp).div_ceil(32))).sum();
+    let bits = segs
+        .iter()
+        .map(|&(_, p)| {
+            let tiles = p * tpp;
+            32 * (packed_words(p, 8) + packed_words(tiles, 2) + tiles.div_ceil(BLOCK_TILES) + tiles.div_ceil(32))
+        })
+        .sum();
     Ok((bits, segs.len() as u64))
 }
 
@@ -236,14 +248,16 @@ mod tests {
     fn budget_regions_hold_the_budget_and_refuse_too_little() {
         // 2 planes of 16x16 (8 tiles, 512 values) at 2 bits: 32 words besides the header.
         let l = FdsrLayout::for_budget(2, 8, 512, 2.0).unwrap();
-        assert_eq!((l.dc_off, l.cls_off, l.pay_off, l.words), (16, 17, 18, 48));
-        assert_eq!(l.limit_bits(), 30 * 32);
-        assert_eq!(l.used_bytes(33), 4 * (18 + 2));
+        assert_eq!((l.dc_off, l.cls_off, l.blk_off, l.pay_off, l.words), (16, 17, 18, 19, 48));
+        assert_eq!(l.limit_bits(), 29 * 32);
+        assert_eq!(l.used_bytes(33), 4 * (19 + 2));
         match FdsrLayout::for_budget(2, 8, 512, 0.05) {
-            Err(FdsrError::BudgetTooLow { needed, .. }) => assert!((needed - 96.0 / 512.0).abs() < 1e-12),
+            Err(FdsrError::BudgetTooLow { needed, .. }) => assert!((needed - 128.0 / 512.0).abs() < 1e-12),
             other => panic!("expected BudgetTooLow, got {other:?}"),
         }
-        assert_eq!(FdsrLayout::for_fixed(2, 8, 100).words, 18 + 25);
+        assert_eq!(FdsrLayout::for_fixed(2, 8, 100).words, 19 + 25);
+        // 257 tiles take two block offsets.
+        assert_eq!(FdsrLayout::for_fixed(1, 257, 1).pay_off - FdsrLayout::for_fixed(1, 257, 1).blk_off, 2);
     }
 
     #[test]

@@ -269,8 +269,7 @@ fn record_fdsr(
         let job = fdsr::Job { ctx, tables, g: geom, layout, cfg, opts };
         let a = job.analyze(enc, &x)?;
         job.allocate(enc, &a, &seg, &stats)?;
-        job.pack(enc, &x, &a, &seg, Some(&stats))?;
-        job.finish(enc, &a, &seg, &stats, acc)?;
+        job.pack(enc, &x, &a, &seg, (&stats, acc))?;
         // On wasm32 wgpu resources are neither Send nor Sync; the Arc only shares ownership there.
         #[allow(clippy::arc_with_non_send_sync)]
         let stats = Arc::new(stats);

@@ -35,8 +35,8 @@ pub struct EncodeParams {
     pub cls_off: u32,
     /// See [`Self::dc_off`].
     pub pay_off: u32,
-    /// Word of the tile-offset buffer where the blocks' offsets begin (`SegmentGeom::sums_at`).
-    pub sums_at: u32,
+    /// Region word of the blocks' bit offsets (`FdsrLayout::blk_off`).
+    pub blk_off: u32,
     /// Band edges (up to 9).
     pub edges: [u32; 12],
 }
@@ -65,8 +65,8 @@ pub struct DecodeParams {
     pub cls_off: u32,
     /// See [`Self::dc_off`].
     pub pay_off: u32,
-    /// Word of the tile-offset buffer where the blocks' offsets begin (`SegmentGeom::sums_at`).
-    pub sums_at: u32,
+    /// Region word of the blocks' bit offsets (`FdsrLayout::blk_off`).
+    pub blk_off: u32,
     /// Padding.
     pub _p: u32,
     /// Band edges.
@@ -97,8 +97,8 @@ pub struct AllocParams {
     pub pay_off: u32,
     /// 1 when similarity reuse runs (the window counts its tiles).
     pub reuse: u32,
-    /// Word of the tile-offset buffer where the blocks' offsets begin (`SegmentGeom::sums_at`).
-    pub sums_at: u32,
+    /// Region word of the blocks' bit offsets (`FdsrLayout::blk_off`).
+    pub blk_off: u32,
     /// Workgroups per row of the pack's grid (`fdsr::pack_args`).
     pub pack_x: u32,
     /// Band edges.

@@ -47,20 +47,9 @@ impl SegmentGeom {
         self.tiles().div_ceil(WG)
     }
 
-    /// Word of the tile-offset buffer where the offsets of the blocks of 256 tiles begin, after
-    /// the tiles' own (aligned for binding the blocks' part alone).
-    pub fn sums_at(&self) -> u32 {
-        self.tiles().next_multiple_of(64)
-    }
-
     /// Workgroups per row of the grid of a pass with one invocation per tile (the pack's).
     pub(super) fn tile_grid_x(&self) -> u32 {
         grid(self.groups()).0
-    }
-
-    /// Bytes of the tile-offset buffer: a word per tile, then per block of 256 tiles.
-    pub(super) fn offsets_bytes(&self) -> u64 {
-        u64::from(self.sums_at() + self.tiles().div_ceil(256)) * 4
     }
 
     /// The encoder's parameters that describe the segment's tiling (the rest zero).
@@ -73,7 +62,6 @@ impl SegmentGeom {
             tiles_per_plane: self.tiles_per_plane,
             tiles: self.tiles(),
             tile_base: (self.first_plane * u64::from(self.tiles_per_plane)) as u32,
-            sums_at: self.sums_at(),
             ..Default::default()
         }
     }
