@@ -48,7 +48,7 @@ fn steady(ctx: &GpuContext, s: &mut Session, warm: usize, steps: usize) -> (Tran
 }
 
 #[test]
-fn a_steady_compressed_step_reads_nothing_back_and_never_waits() {
+fn a_steady_compressed_step_reads_nothing_back_never_waits_and_submits_once() {
     let Some(ctx) = common::gpu() else { return };
     let mut seen = Vec::new();
     for (model, batch) in [(ModelName::Tiny, 8), (ModelName::Cnn, 4)] {
@@ -57,6 +57,7 @@ fn a_steady_compressed_step_reads_nothing_back_and_never_waits() {
             let (t, tensors) = steady(&ctx, &mut s, 2, 2);
             assert_eq!(t.read_back, 0, "{model} {policy}: {t:?}");
             assert_eq!(t.host_waits, 0, "{model} {policy}: {t:?}");
+            assert_eq!(t.submits, 2, "{model} {policy}: one submit per step: {t:?}");
             // Uploads: the batch (images and labels) and kernel parameters only.
             let batch_bytes = (batch * 32 * 32 * 4 + batch) as u64;
             assert!(t.uploaded >= 2 * batch_bytes, "{model} {policy}: {t:?}");

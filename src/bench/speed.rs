@@ -65,7 +65,7 @@ pub async fn measure(
         let t = Instant::now();
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         dispatch(ctx, &mut enc, "copy", "copy_words", &[&input, &out, &params], (x.len() as u32).div_ceil(256))?;
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         ctx.wait_for_device()?;
         if i > 0 {
             copy.push(t.elapsed().as_secs_f64());
@@ -78,13 +78,13 @@ pub async fn measure(
         let t = Instant::now();
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         let r = record_encode(ctx, &mut enc, &input, shape, policy, &opts, Category::SavedActivations, &acc)?;
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         ctx.wait_for_device()?;
         let te = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         record_decode(ctx, &mut enc, &r, &out)?;
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         ctx.wait_for_device()?;
         if i > 0 {
             enc_s.push(te);
@@ -148,7 +148,7 @@ pub fn tile_read(ctx: &GpuContext, shape: &[usize], x: &[f32], reps: usize) -> R
                     (x.len() as u32).div_ceil(256),
                 )?;
             }
-            ctx.queue.submit([enc.finish()]);
+            ctx.submit(enc);
             ctx.wait_for_device()?;
             if i > 0 {
                 if tiled { &mut tiles } else { &mut copy }.push(t.elapsed().as_secs_f64());
@@ -169,6 +169,6 @@ pub async fn kernel_times(ctx: &GpuContext, shape: &[usize], x: &[f32], policy: 
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     let r = record_encode(ctx, &mut enc, &input, shape, policy, &CodecOptions::default(), Category::Workspace, &acc)?;
     record_decode(ctx, &mut enc, &r, &out)?;
-    ctx.queue.submit([enc.finish()]);
+    ctx.submit(enc);
     ctx.profiler.collect(ctx).await
 }

@@ -78,7 +78,7 @@ fn seconds(ctx: &GpuContext, f: impl Fn(&mut wgpu::CommandEncoder) -> Result<()>
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         f(&mut enc)?;
         let t = Instant::now();
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         ctx.wait_for_device()?;
         best = best.min(t.elapsed().as_secs_f64());
     }
@@ -266,10 +266,11 @@ impl TrainBench {
         let t = &self.transfers;
         let _ = writeln!(
             o,
-            "host traffic per step: {:.1} KiB uploaded, {:.1} KiB read back, {:.1} host waits",
+            "host traffic per step: {:.1} KiB uploaded, {:.1} KiB read back, {:.1} host waits, {:.1} submits",
             t.uploaded as f64 / 1024.0 / steps,
             t.read_back as f64 / 1024.0 / steps,
-            t.host_waits as f64 / steps
+            t.host_waits as f64 / steps,
+            t.submits as f64 / steps
         );
         if let Some(p) = &self.probe {
             let t = &p.transfers;

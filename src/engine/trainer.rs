@@ -1,5 +1,6 @@
-//! The trainer: one training step (forward, loss, backward, update) recorded and submitted at a
-//! time, loss and accuracy summed on the device and read back only when asked, evaluation.
+//! The trainer: one training step (forward, loss, backward, update) recorded into one command
+//! encoder and submitted at once, loss and accuracy summed on the device and read back only when
+//! asked, evaluation.
 
 use std::collections::HashMap;
 
@@ -52,7 +53,7 @@ async fn record<T>(ctx: &GpuContext, stage: &str, f: impl FnOnce(&mut wgpu::Comm
     ctx.scoped(stage, || {
         let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("fdsr step") });
         let out = f(&mut enc)?;
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         Ok(out)
     })
     .await?
@@ -195,10 +196,11 @@ impl Trainer {
     }
 
     /// Runs one training step on `images` (`[n, 1, 32, 32]` values) and `labels`: uploads, then
-    /// per top-level layer records its forward, each saved tensor's encoding right after the op
-    /// that saved it, into one submit; loss; per layer in reverse, the decoding of what it saved and its backward in one
-    /// submit; the update. Nothing is read back and the host never waits. On the controller's
-    /// probe steps a probe runs first (`Trainer::probe`).
+    /// records into one command encoder, submitted once, per top-level layer its forward (each
+    /// saved tensor's encoding right after the op that saved it), the loss, per layer in reverse
+    /// the decoding of what it saved and its backward, and the update. Nothing is read back and
+    /// the host never waits. On the controller's probe steps a probe runs first
+    /// (`Trainer::probe`).
     pub async fn step(&mut self, ctx: &GpuContext, images: &[f32], labels: &[u8], lr: f32) -> Result<()> {
         let n = labels.len();
         let plan = self.step_quant(ctx, images, n).await?;
@@ -210,12 +212,14 @@ impl Trainer {
         self.model.check_input(&x)?;
         let mut saved = std::mem::take(&mut self.saved);
         saved.begin_step(self.step_seed());
-        let result = self.pass(ctx, x, &y, &mut saved, quant, true).await;
+        let result = record(ctx, "training step", |enc| {
+            self.record_pass(ctx, enc, x, &y, &mut saved, quant, true)?;
+            self.opt.step(ctx, enc, &mut self.model, lr)
+        })
+        .await;
         saved.clear();
         self.saved = saved;
         result?;
-        let (model, opt) = (&mut self.model, &mut self.opt);
-        record(ctx, "update", |enc| opt.step(ctx, enc, model, lr)).await?;
         self.precision.count_step(n);
         self.step += 1;
         self.summed_images += n as u64;
@@ -228,8 +232,7 @@ impl Trainer {
         (self.config.seed as u32) ^ (self.step as u32).wrapping_mul(0x9e37_79b9)
     }
 
-    /// One forward and backward of `x` with `store` keeping what the layers save (gradients in
-    /// the parameters' gradient buffers); loss and accuracy go to the metric sums when `count`.
+    /// One forward and backward of `x` in one submit, as [`Self::record_pass`].
     async fn pass(
         &mut self,
         ctx: &GpuContext,
@@ -239,31 +242,35 @@ impl Trainer {
         quant: Option<&QuantPlan>,
         count: bool,
     ) -> Result<()> {
+        record(ctx, "pass", |enc| self.record_pass(ctx, enc, x, y, store, quant, count)).await
+    }
+
+    /// Records one forward and backward of `x` into `enc` with `store` keeping what the layers
+    /// save (gradients in the parameters' gradient buffers); loss and accuracy go to the metric
+    /// sums when `count`.
+    #[allow(clippy::too_many_arguments)]
+    fn record_pass(
+        &mut self,
+        ctx: &GpuContext,
+        enc: &mut wgpu::CommandEncoder,
+        x: Tensor,
+        y: &ops::Labels,
+        store: &mut SavedActivations,
+        quant: Option<&QuantPlan>,
+        count: bool,
+    ) -> Result<()> {
         let layers = self.model.layer_count();
         let mut h = x;
         for i in 0..layers {
-            let model = &mut self.model;
-            h = record(ctx, "forward", |enc| {
-                model.forward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, h)
-            })
-            .await?;
+            h = self.model.forward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, h)?;
         }
-        let sums = &self.sums;
-        let mut d = record(ctx, "loss", |enc| {
-            let out = ops::cross_entropy_forward(ctx, enc, &h, y)?;
-            if count {
-                ops::accumulate_metrics(ctx, enc, &out, sums)?;
-            }
-            ops::cross_entropy_backward(ctx, enc, &out.probs, y)
-        })
-        .await?;
+        let out = ops::cross_entropy_forward(ctx, enc, &h, y)?;
+        if count {
+            ops::accumulate_metrics(ctx, enc, &out, &self.sums)?;
+        }
+        let mut d = ops::cross_entropy_backward(ctx, enc, &out.probs, y)?;
         for i in (0..layers).rev() {
-            let model = &mut self.model;
-            let dx = record(ctx, "backward", |enc| {
-                model.backward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, d)
-            })
-            .await?;
-            match dx {
+            match self.model.backward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, d)? {
                 Some(g) => d = g,
                 None => break,
             }

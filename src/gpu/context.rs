@@ -220,6 +220,12 @@ impl GpuContext {
         self.queue.write_buffer(buffer, offset, data);
     }
 
+    /// Submits the work recorded in `enc` (counted).
+    pub fn submit(&self, enc: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
+        self.transfers.submit();
+        self.queue.submit([enc.finish()])
+    }
+
     /// Blocks until submitted work and map callbacks are done (natively; a no-op on the web,
     /// where awaiting the map callback is the wait), counting one host wait.
     pub fn wait_for_device(&self) -> Result<()> {

@@ -174,7 +174,7 @@ pub fn storage_zeroed(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer
 /// Submits the encoder's work inside error scopes named `stage`.
 pub async fn submit(ctx: &GpuContext, stage: &str, enc: wgpu::CommandEncoder) -> Result<()> {
     ctx.scoped(stage, || {
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
     })
     .await
 }

@@ -115,7 +115,7 @@ impl Profiler {
         });
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         enc.resolve_query_set(&set, 0..n, &resolve, 0);
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         let bytes = super::read_buffer(ctx, &resolve, 0, u64::from(n) * 8).await?;
         let stamps: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes);
         let period = f64::from(ctx.queue.get_timestamp_period());

@@ -19,7 +19,7 @@ pub async fn read_buffer(ctx: &GpuContext, src: &wgpu::Buffer, offset: u64, size
     });
     let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
     enc.copy_buffer_to_buffer(src, offset, &staging, 0, size);
-    ctx.queue.submit([enc.finish()]);
+    ctx.submit(enc);
     let (tx, rx) = futures_channel::oneshot::channel();
     staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
         // The receiver only disappears if the caller dropped the future; nothing to report then.

@@ -1,5 +1,5 @@
 //! Transfer accounting: bytes uploaded to and read back from the device, the times the host
-//! waited for it, and the compute passes recorded. These are what a real GPU pays for and a
+//! waited for it, the compute passes recorded and the command buffers submitted. These are what a real GPU pays for and a
 //! software adapter hides (there host and device share memory), so tests assert on them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +11,7 @@ pub struct Transfers {
     read_back: AtomicU64,
     host_waits: AtomicU64,
     dispatches: AtomicU64,
+    submits: AtomicU64,
 }
 
 /// A snapshot of the counters, or the difference of two snapshots.
@@ -25,6 +26,8 @@ pub struct TransferCounts {
     pub host_waits: u64,
     /// Compute passes recorded.
     pub dispatches: u64,
+    /// Command buffers submitted (each a queue submission the driver pays for).
+    pub submits: u64,
 }
 
 impl TransferCounts {
@@ -34,6 +37,7 @@ impl TransferCounts {
         self.read_back += o.read_back;
         self.host_waits += o.host_waits;
         self.dispatches += o.dispatches;
+        self.submits += o.submits;
     }
 
     /// What happened between `earlier` and `self`.
@@ -43,6 +47,7 @@ impl TransferCounts {
             read_back: self.read_back.saturating_sub(earlier.read_back),
             host_waits: self.host_waits.saturating_sub(earlier.host_waits),
             dispatches: self.dispatches.saturating_sub(earlier.dispatches),
+            submits: self.submits.saturating_sub(earlier.submits),
         }
     }
 }
@@ -68,6 +73,11 @@ impl Transfers {
         self.dispatches.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts one submitted command buffer.
+    pub fn submit(&self) {
+        self.submits.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The counters now.
     pub fn snapshot(&self) -> TransferCounts {
         TransferCounts {
@@ -75,6 +85,7 @@ impl Transfers {
             read_back: self.read_back.load(Ordering::Relaxed),
             host_waits: self.host_waits.load(Ordering::Relaxed),
             dispatches: self.dispatches.load(Ordering::Relaxed),
+            submits: self.submits.load(Ordering::Relaxed),
         }
     }
 }

@@ -25,7 +25,7 @@ fn bench(coop: Vec<wgpu::CooperativeMatrixProperties>, timed: bool) -> TrainBenc
         features: vec![("SUBGROUP", true, true), ("EXPERIMENTAL_COOPERATIVE_MATRIX", false, false)],
         subgroup_sizes: (32, 32),
         cooperative_matrix: coop,
-        transfers: TransferCounts { uploaded: 4096, read_back: 2048, host_waits: 4, dispatches: 20 },
+        transfers: TransferCounts { uploaded: 4096, read_back: 2048, host_waits: 4, dispatches: 20, submits: 2 },
         compute: "compute: fp32 (no cooperative matrices: none offered)".into(),
         probe: None,
     }
@@ -38,7 +38,7 @@ fn report_without_cooperative_matrices_or_timestamps() {
     assert!(r.starts_with("compute: fp32 (no cooperative matrices"), "{r}");
     assert!(r.contains("SUBGROUP (used), no EXPERIMENTAL_COOPERATIVE_MATRIX"), "{r}");
     assert!(r.contains("10 dispatches per step"), "{r}");
-    assert!(r.contains("2.0 KiB uploaded, 1.0 KiB read back, 2.0 host waits"), "{r}");
+    assert!(r.contains("2.0 KiB uploaded, 1.0 KiB read back, 2.0 host waits, 1.0 submits"), "{r}");
     assert!(r.contains("no per-kernel times") && r.contains("| conv_forward | 5 | — | — | — | — |"), "{r}");
     assert!(r.contains("step: 2.00 GFLOP, 200.00 GFLOP/s of wall time"), "{r}");
 }
@@ -68,7 +68,7 @@ fn a_lossy_policy_reports_its_probe_step_and_the_table_compares_with_the_first_r
     fdsr.policy = "fdsr:ratio=16,mask,grad".into();
     fdsr.step_ms = 11.5;
     fdsr.images_per_s = 128.0 / 0.0115;
-    let transfers = TransferCounts { uploaded: 0, read_back: 1536, host_waits: 2, dispatches: 300 };
+    let transfers = TransferCounts { uploaded: 0, read_back: 1536, host_waits: 2, dispatches: 300, submits: 5 };
     fdsr.probe = Some(ProbeStep { ms: 23.0, transfers });
     let r = fdsr.report();
     assert!(r.contains("policy fdsr:ratio=16,mask,grad: 11130.4 images/s, 11.5 ms per step"), "{r}");

@@ -148,7 +148,7 @@ impl Operands {
                 let dx = super::conv2d_backward_data(ctx, &mut enc, &DATA, &self.ddy, &self.dw)?;
                 let cdw = Tensor::uninit(ctx, &WGRAD.weight_shape(), Category::Workspace);
                 super::conv2d_backward_weight(ctx, &mut enc, &WGRAD, &self.dw_dy, &self.dw_x, &cdw)?;
-                ctx.queue.submit([enc.finish()]);
+                ctx.submit(enc);
                 Ok(vec![y, ldw, cy, dx, cdw])
             })
             .await??;

@@ -99,7 +99,7 @@ impl ParamArena {
             })();
         });
         res?;
-        ctx.queue.submit([enc.finish()]);
+        ctx.submit(enc);
         let mut slots = Vec::with_capacity(params.len());
         let mut views = moved.into_iter().zip(params.into_iter().zip(starts));
         model.visit_mut(&mut |p| {

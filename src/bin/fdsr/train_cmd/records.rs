@@ -56,7 +56,7 @@ pub(super) fn saved_json(s: &SavedStats) -> Value {
 pub(super) fn transfers_json(t: &TransferCounts, steps: u64) -> Value {
     let per = |v: u64| v as f64 / steps.max(1) as f64;
     json!({ "uploaded_bytes": per(t.uploaded), "read_back_bytes": per(t.read_back), "host_waits": per(t.host_waits),
-        "dispatches": per(t.dispatches) })
+        "dispatches": per(t.dispatches), "submits": per(t.submits) })
 }
 
 pub(super) fn record_json(r: &TensorRecord) -> Value {
