@@ -119,9 +119,10 @@ impl BenchDevice {
     }
 }
 
-/// Times `steps` training steps of `model` at `batch` after one warm-up step, saved activations
-/// stored under `policy` (`None`: fp32) without the gradient-error probe; then, for a lossy
-/// policy, one step with the probe (after one more warm-up), on `device`'s GEMM path.
+/// Times `steps` training steps of `model` at `batch` after one warm-up step (back to back, one
+/// wait after the last), saved activations stored under `policy` (`None`: fp32) without the
+/// gradient-error probe; then, for a lossy policy, one step with the probe (after one more
+/// warm-up), on `device`'s GEMM path.
 pub async fn measure(
     ctx: &GpuContext,
     model: ModelName,
@@ -154,10 +155,12 @@ pub async fn measure(
     ctx.profiler.collect(ctx).await?; // the warm-up's counts
     let before = ctx.transfer_counts();
     let start = Instant::now();
+    // Throughput as training runs: the host records each step while the device runs the last
+    // one, and waits once, for the metrics after the last.
     for _ in 0..steps {
         t.step(ctx, &x, &y, 0.05).await?;
-        t.read_metrics(ctx).await?;
     }
+    t.read_metrics(ctx).await?;
     let secs = start.elapsed().as_secs_f64();
     let transfers = ctx.transfer_counts().since(&before);
     let timings = ctx.profiler.collect(ctx).await?;
