@@ -10,8 +10,11 @@ fn fdsr(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fdsr")).args(args).output().expect("the fdsr binary runs")
 }
 
+/// A fresh, empty directory under cargo's per-target scratch area (not the system's temporary
+/// folder, where every run would leave one).
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fdsr-cli-{}-{name}", std::process::id()));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-contract-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }

@@ -255,8 +255,10 @@ fn fetch_cmd(dataset: &str, dir: Option<&std::path::Path>) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    let _runtime_dir = runtime_dir::ensure();
+    // Parsing first: on `--help` or a bad argument clap exits the process, which would skip the
+    // guard's removal of the folder.
     let cli = Cli::parse();
+    let _runtime_dir = runtime_dir::ensure();
     let r = match &cli.cmd {
         Cmd::Compress(a) => compress_cmd(a),
         Cmd::Decompress { input, output } => decompress_cmd(input, output),

@@ -19,8 +19,8 @@ impl Drop for Guard {
     }
 }
 
-/// Sets `XDG_RUNTIME_DIR` to a new private folder when it is unset or not a folder. Call it first
-/// thing in `main`, while no other thread runs.
+/// Sets `XDG_RUNTIME_DIR` to a new private folder when it is unset or not a folder. Call it early
+/// in `main`, before any other thread or the wgpu instance exists.
 pub fn ensure() -> Guard {
     if !cfg!(all(unix, not(target_os = "macos"))) {
         return Guard(None);
