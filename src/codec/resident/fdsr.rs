@@ -144,7 +144,7 @@ impl Job<'_> {
     }
 
     /// Records reuse (where configured), the class and DC sections with the blocks' sizes, their
-    /// offsets and the accounting ([`Self::finish`]), and the pack into `region`, whose header
+    /// offsets and the accounting (`finish_segment`), and the pack into `region`, whose header
     /// holds the bits and e0 and whose rest is zero. The reuse counters are copied into `stats`.
     /// Returns the reuse buffers (keys, references).
     pub fn pack(
