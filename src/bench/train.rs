@@ -42,6 +42,10 @@ pub struct TrainBench {
     pub images_per_s: f64,
     /// Milliseconds per step.
     pub step_ms: f64,
+    /// Host milliseconds per step spent recording and submitting it. The steps run back to back,
+    /// so a step takes about the larger of this and its GPU time: the host limits the step
+    /// where this is the larger.
+    pub record_ms: f64,
     /// GPU time (where timestamps exist) and dispatches and operations per entry point, over
     /// the timed steps.
     pub timings: Timings,
@@ -157,8 +161,11 @@ pub async fn measure(
     let start = Instant::now();
     // Throughput as training runs: the host records each step while the device runs the last
     // one, and waits once, for the metrics after the last.
+    let mut recording = 0.0;
     for _ in 0..steps {
+        let at = Instant::now();
         t.step(ctx, &x, &y, 0.05).await?;
+        recording += at.elapsed().as_secs_f64();
     }
     t.read_metrics(ctx).await?;
     let secs = start.elapsed().as_secs_f64();
@@ -176,6 +183,7 @@ pub async fn measure(
         steps,
         images_per_s: (steps * batch) as f64 / secs,
         step_ms: 1e3 * secs / steps.max(1) as f64,
+        record_ms: 1e3 * recording / steps.max(1) as f64,
         timings,
         copy_gb_s,
         matmul_gflop_s,
@@ -275,6 +283,8 @@ impl TrainBench {
             t.host_waits as f64 / steps,
             t.submits as f64 / steps
         );
+        let gpu = if gpu_ms > 0.0 { format!(" (the GPU's: {gpu_ms:.2} ms)") } else { String::new() };
+        let _ = writeln!(o, "host time per step: {:.2} ms recording and submitting{gpu}", self.record_ms);
         if let Some(p) = &self.probe {
             let t = &p.transfers;
             let _ = writeln!(
