@@ -36,6 +36,12 @@ fn round_trip(ctx: &GpuContext, x: &[f32], shape: &[usize], policy: &str, opts: 
     (r, y)
 }
 
+/// Values of `got` that differ from `want` by more than 1e-4 of the largest |x|.
+fn differing(got: &[f32], want: &[f32], x: &[f32]) -> usize {
+    let peak = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    got.iter().zip(want).filter(|(a, b)| (*a - *b).abs() > 1e-4 * peak).count()
+}
+
 fn words(ctx: &GpuContext, b: &wgpu::Buffer, n: u64) -> Vec<u32> {
     block_on(read_words(ctx, b, n as usize)).unwrap()
 }
@@ -88,8 +94,7 @@ fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
         let ra = reference::fdsr::analyze(&x, &shape, &edges, 1e-3).unwrap();
         let want =
             reference::fdsr::decode(&reference::fdsr::encode(&ra, &bits, &CodecOptions::default()), &shape).unwrap();
-        let peak = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let off = y.iter().zip(&want).filter(|(a, b)| (*a - *b).abs() > 1e-4 * peak).count();
+        let off = differing(&y, &want, &x);
         assert!(off * 100 <= x.len(), "{policy}: {off} of {} decoded values differ", x.len());
     }
 }
@@ -110,8 +115,7 @@ fn every_policy_round_trips_on_the_device() {
         let c = reference::compress(&x, &shape, &p, &opts).unwrap();
         let want = reference::decompress(&c).unwrap();
         let (r, y) = round_trip(&ctx, &x, &shape, policy, &opts);
-        let peak = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let off = y.iter().zip(&want).filter(|(a, b)| (*a - *b).abs() > 1e-4 * peak).count();
+        let off = differing(&y, &want, &x);
         assert!(off * 100 <= x.len(), "{policy}: {off} of {} decoded values differ from the reference", x.len());
         if let Some(used) = r.host_used_bytes() {
             assert_eq!(used, r.reserved_bytes().min(used), "{policy}");
@@ -199,8 +203,7 @@ fn block_offsets_are_the_host_prefix_beyond_one_block_per_lane() {
     }
     assert_eq!(w[layout::H_USED], at, "bits used");
     let want = reference::decompress(&reference::compress(&x, &shape, &policy.parse().unwrap(), &opts).unwrap());
-    let (want, peak) = (want.unwrap(), x.iter().fold(0f32, |m, v| m.max(v.abs())));
-    let off = y.iter().zip(&want).filter(|(a, b)| (*a - *b).abs() > 1e-4 * peak).count();
+    let off = differing(&y, &want.unwrap(), &x);
     assert!(off * 1000 <= x.len(), "{off} of {} decoded values differ from the reference", x.len());
 }
 
