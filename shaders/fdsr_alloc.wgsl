@@ -1,8 +1,8 @@
 // fdsr bit allocation on the device (docs/CODEC.md, "Bit allocation on the device"): one
 // workgroup reduces a segment's analysis (per-workgroup partials and per-plane DC maxima), picks
 // the bits per band of least estimated error whose payload fits the region, and writes the
-// region's header and the segment's statistics. finish_segment later turns the blocks' sizes
-// into offsets and records the bits used.
+// region's header and the segment's statistics; without reuse also the blocks' bit offsets and
+// the accounting (else finish_segment, after the class pass, does those).
 // src/reference/device_alloc.rs mirrors every step in the same order.
 
 struct AllocParams {
@@ -192,24 +192,31 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
         }
         workgroupBarrier();
     }
-    if (lid != 0u) { return; }
-    for (var j = 0u; j < 8u; j++) { c[j] = 0u; }
+    if (lid == 0u) { write_choice(&c, nonzero, full); }
+    storageBarrier(); // the header's class sizes, for every lane
+    // 5. Without reuse the classes are final: the blocks' offsets from the analysis's class counts.
+    if (p.reuse == 0u) { place_blocks(lid, true); }
+}
+
+// The choice's header and statistics (lane 0 of alloc_bits).
+fn write_choice(c: ptr<function, array<u32, 8>>, nonzero: u32, full: u32) {
+    for (var j = 0u; j < 8u; j++) { (*c)[j] = 0u; }
     var flags = 0u;
     if (p.mode == MODE_EXHAUSTIVE) {
-        if (best_idx[0] != NONE) { decode_index(best_idx[0], &c); } else { flags = 1u; }
+        if (best_idx[0] != NONE) { decode_index(best_idx[0], c); } else { flags = 1u; }
     } else if (p.mode == MODE_FIXED) {
         for (var j = 0u; j < p.nbands; j++) {
             let b = p.fixed[j >> 2u][j & 3u];
-            c[j] = select(select(b, 9u, b == 16u), select(b - 1u, 8u, b == 16u), j == 0u);
+            (*c)[j] = select(select(b, 9u, b == 16u), select(b - 1u, 8u, b == 16u), j == 0u);
         }
     } else {
-        greedy(&c, nonzero, full);
+        greedy(c, nonzero, full);
     }
     // 4. Header and statistics.
     var ac = 0u;
     var f16 = false;
     for (var j = 0u; j < 8u; j++) {
-        let b = select(0u, choice_bits(j, c[j]), j < p.nbands);
+        let b = select(0u, choice_bits(j, (*c)[j]), j < p.nbands);
         region[j] = b;
         stats[6u + j] = b;
         if (j > 0u) { ac += ac_band_bits(j, b); }
@@ -223,7 +230,7 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
     pack_args[on] = p.pack_x;
     pack_args[on + 1u] = rows;
     let e0 = clamp(exp_of(tot[19]) + 1, -90, 128);
-    let b0 = dc_bits(c[0]);
+    let b0 = dc_bits((*c)[0]);
     region[8] = bitcast<u32>(e0);
     region[9] = 0u;
     region[10] = b0;
@@ -239,7 +246,7 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
     stats[4] = 0u;
     stats[5] = 0u;
     stats[14] = bitcast<u32>(e0);
-    stats[15] = bitcast<u32>(choice_error(&c));
+    stats[15] = bitcast<u32>(choice_error(c));
     for (var j = 0u; j < 8u; j++) {
         stats[16u + j] = bitcast<u32>(tot[j]);
         stats[24u + j] = bitcast<u32>(tot[8u + j]);
@@ -281,18 +288,26 @@ fn greedy(c: ptr<function, array<u32, 8>>, nonzero: u32, full: u32) {
     }
 }
 
-// Between the class section and the pack: scans the blocks' payload sizes (pack_meta of
-// shaders/fdsr_encode.wgsl) in place into their offsets (each lane a run of blocks in order, lane
-// 0 the runs' totals), then records the payload bits used (header and statistics) and the store's
-// window totals.
-@compute @workgroup_size(256)
-fn finish_segment(@builtin(local_invocation_index) lid: u32) {
+// The payload bits of block b (256 tiles): from the analysis, its four workgroups' DC-only and
+// full tiles times their sizes in the header; else what pack_meta added up at its offset.
+fn block_bits(b: u32, from_analysis: bool) -> u32 {
+    if (!from_analysis) { return region[p.blk_off + b]; }
+    var bits = 0u;
+    for (var g = 4u * b; g < min(4u * b + 4u, p.groups); g++) {
+        bits += u32(partials[g * STATS + 17u]) * region[10] + u32(partials[g * STATS + 18u]) * region[11];
+    }
+    return bits;
+}
+
+// The blocks' offsets in the region, each lane a run of blocks in order and lane 0 the runs'
+// totals; then the payload bits used (header and statistics) and the store's window totals.
+fn place_blocks(lid: u32, from_analysis: bool) {
     let blocks = (p.tiles + 255u) / 256u;
     let per = (blocks + WG - 1u) / WG;
     let first = min(lid * per, blocks);
     let last = min(first + per, blocks);
     var run = 0u;
-    for (var b = first; b < last; b++) { run += region[p.blk_off + b]; }
+    for (var b = first; b < last; b++) { run += block_bits(b, from_analysis); }
     best_size[lid] = run;
     workgroupBarrier();
     if (lid == 0u) {
@@ -307,7 +322,7 @@ fn finish_segment(@builtin(local_invocation_index) lid: u32) {
     workgroupBarrier();
     var off = best_size[lid];
     for (var b = first; b < last; b++) {
-        let size = region[p.blk_off + b];
+        let size = block_bits(b, from_analysis);
         region[p.blk_off + b] = off;
         off += size;
     }
@@ -322,4 +337,12 @@ fn finish_segment(@builtin(local_invocation_index) lid: u32) {
         atomicAdd(&acc[2], stats[4]);
         atomicAdd(&acc[3], stats[2]);
     }
+}
+
+// With reuse (whose references change classes after the allocation) and on the file path:
+// between the class section and the pack, the blocks' sizes that pack_meta added up become their
+// offsets, then the accounting.
+@compute @workgroup_size(256)
+fn finish_segment(@builtin(local_invocation_index) lid: u32) {
+    place_blocks(lid, false);
 }

@@ -78,10 +78,11 @@ fn read_tiles(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     if (t < p.tiles) { work[t] = select(0u, 1u, tile_nonzero(load_tile(t))); }
 }
 
-// One invocation per word of the class section (16 tiles), which also adds the word's payload
-// bits to its block's size (the block-offset section is zero until then; finish_segment of
-// shaders/fdsr_alloc.wgsl scans the sizes into offsets), and then one per word of the DC-code
-// section (4 planes, each its largest |DC| coded under the header's e0).
+// One invocation per word of the class section (16 tiles), which with `sizes` also adds the
+// word's payload bits to its block's size (the block-offset section is zero until then;
+// finish_segment of shaders/fdsr_alloc.wgsl scans the sizes into offsets; without `sizes` the
+// allocation placed the blocks already), and then one per word of the DC-code section (4 planes,
+// each its largest |DC| coded under the header's e0).
 @compute @workgroup_size(64)
 fn pack_meta(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
@@ -94,7 +95,7 @@ fn pack_meta(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg:
             if (t < p.tiles) { word |= (work[t] & 3u) << (2u * k); }
         }
         atomicStore(&region[p.cls_off + i], word);
-        atomicAdd(&region[p.blk_off + (i >> 4u)], word_bits(word, class_sizes()));
+        if (p.sizes != 0u) { atomicAdd(&region[p.blk_off + (i >> 4u)], word_bits(word, class_sizes())); }
         return;
     }
     let j = i - cls_words;

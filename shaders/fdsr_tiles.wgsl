@@ -8,6 +8,7 @@ struct FdsrParams {
     tiles_per_plane: u32, tiles: u32, tile_base: u32, nbands: u32,
     seed: u32, stream: u32, stochastic: u32, dc_threshold: f32,
     dc_off: u32, cls_off: u32, pay_off: u32, blk_off: u32,
+    sizes: u32, _s0: u32, _s1: u32, _s2: u32,
     edges: array<vec4<u32>, 3>,
 }
 

@@ -119,7 +119,7 @@ async fn encode(
         ctx.write_buffer(&a.pack_args, 0, bytemuck::cast_slice(&pack_args(g, bits[1..].contains(&16))));
         let (stats, acc) = (workspace(ctx, STAT_WORDS), workspace(ctx, 4));
         enc.clear_buffer(&stats, 0, None);
-        let reuse = job(*g, l).pack(&mut enc, x, a, &region, (&stats, &acc))?;
+        let reuse = job(*g, l).pack(&mut enc, x, a, &region, (&stats, &acc), false)?;
         packed.push((l, region, stats, reuse));
     }
     submit(ctx, "fdsr pack", enc).await?;

@@ -63,7 +63,7 @@ pub struct Job<'a> {
 }
 
 impl Job<'_> {
-    fn encode_params(&self) -> wgpu::Buffer {
+    fn encode_params(&self, sizes: bool) -> wgpu::Buffer {
         let (g, l) = (&self.g, &self.layout);
         let p = EncodeParams {
             nbands: (self.cfg.band_edges.len() - 1) as u32,
@@ -75,6 +75,7 @@ impl Job<'_> {
             cls_off: l.cls_off as u32,
             pay_off: l.pay_off as u32,
             blk_off: l.blk_off as u32,
+            sizes: u32::from(sizes),
             edges: edges12(&self.cfg.band_edges),
             ..g.encode_params()
         };
@@ -91,7 +92,7 @@ impl Job<'_> {
             pack_args: ctx.pool.get(&ctx.device, Category::Workspace, 24, STORAGE_USAGE | wgpu::BufferUsages::INDIRECT),
         };
         enc.clear_buffer(&a.dcmax, 0, None);
-        let (p, unused, no_region) = (self.encode_params(), scratch(ctx, 4), scratch(ctx, 4));
+        let (p, unused, no_region) = (self.encode_params(false), scratch(ctx, 4), scratch(ctx, 4));
         let binds: [&dyn Bindable; 8] =
             [self.tables, &p, input, &a.classes, &a.dcmax, &a.partials, &no_region, &unused];
         let c = edge_constants(&self.cfg.band_edges);
@@ -101,14 +102,16 @@ impl Job<'_> {
     }
 
     /// Clears the region and records the allocation (budget or fixed bits) that writes its
-    /// header and the segment's statistics `stats` (the device path).
+    /// header and the segment's statistics `stats` (the device path). Without reuse the classes
+    /// are final, and it also places the blocks and adds the bytes used to the store's totals
+    /// `acc`; returns whether it did (for [`Self::pack`]).
     pub fn allocate(
         &self,
         enc: &mut wgpu::CommandEncoder,
         a: &Analysis,
         region: &wgpu::Buffer,
-        stats: &wgpu::Buffer,
-    ) -> Result<()> {
+        (stats, acc): (&wgpu::Buffer, &wgpu::Buffer),
+    ) -> Result<bool> {
         let (ctx, g, cfg) = (self.ctx, &self.g, self.cfg);
         enc.clear_buffer(region, 0, None);
         let nbands = cfg.band_edges.len() - 1;
@@ -138,15 +141,16 @@ impl Job<'_> {
             fixed,
         };
         let p = uniform(ctx, "fdsr alloc", &p);
-        let acc = scratch(ctx, 16);
-        let binds: [&dyn Bindable; 7] = [&p, &*a.partials, &*a.dcmax, region, stats, &*acc, &*a.pack_args];
-        dispatch(ctx, enc, "fdsr_alloc", "alloc_bits", &binds, 1)
+        let binds: [&dyn Bindable; 7] = [&p, &*a.partials, &*a.dcmax, region, stats, acc, &*a.pack_args];
+        dispatch(ctx, enc, "fdsr_alloc", "alloc_bits", &binds, 1)?;
+        Ok(cfg.reuse.is_none())
     }
 
-    /// Records reuse (where configured), the class and DC sections with the blocks' sizes, their
-    /// offsets and the accounting (`finish_segment`), and the pack into `region`, whose header
-    /// holds the bits and e0 and whose rest is zero. The reuse counters are copied into `stats`.
-    /// Returns the reuse buffers (keys, references).
+    /// Records reuse (where configured), the class and DC sections, and the pack into `region`,
+    /// whose header holds the bits and e0 and whose rest is zero but for the blocks' offsets
+    /// where the allocation `placed` them; else the class pass adds up the blocks' sizes and
+    /// `finish_segment` turns them into offsets and does the accounting into `stats` and `acc`.
+    /// The reuse counters are copied into `stats`. Returns the reuse buffers (keys, references).
     pub fn pack(
         &self,
         enc: &mut wgpu::CommandEncoder,
@@ -154,6 +158,7 @@ impl Job<'_> {
         a: &Analysis,
         region: &wgpu::Buffer,
         (stats, acc): (&wgpu::Buffer, &wgpu::Buffer),
+        placed: bool,
     ) -> Result<Option<reuse_gpu::ReuseBuffers>> {
         let (ctx, g, l) = (self.ctx, &self.g, &self.layout);
         let tiles = g.tiles();
@@ -192,11 +197,13 @@ impl Job<'_> {
                 &unused
             }
         };
-        let p = self.encode_params();
+        let p = self.encode_params(!placed);
         let binds: [&dyn Bindable; 8] = [self.tables, &p, input, &a.classes, &a.dcmax, &a.partials, region, state];
         let meta_words = (l.blk_off - l.cls_off) + (l.cls_off - l.dc_off);
         dispatch(ctx, enc, "fdsr_encode", "pack_meta", &binds, (meta_words as u32).div_ceil(WG))?;
-        self.finish(enc, a, region, stats, acc)?;
+        if !placed {
+            self.finish(enc, a, region, stats, acc)?;
+        }
         let edges = edge_constants(&self.cfg.band_edges);
         if ctx.compact_shaders() {
             let (x, y) = grid(tiles.div_ceil(WG));

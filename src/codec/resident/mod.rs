@@ -268,8 +268,8 @@ fn record_fdsr(
         let x = slice(ctx, enc, input, p0 * plane * 4, count * plane * 4, planes * plane * 4);
         let job = fdsr::Job { ctx, tables, g: geom, layout, cfg, opts };
         let a = job.analyze(enc, &x)?;
-        job.allocate(enc, &a, &seg, &stats)?;
-        job.pack(enc, &x, &a, &seg, (&stats, acc))?;
+        let placed = job.allocate(enc, &a, &seg, (&stats, acc))?;
+        job.pack(enc, &x, &a, &seg, (&stats, acc), placed)?;
         // On wasm32 wgpu resources are neither Send nor Sync; the Arc only shares ownership there.
         #[allow(clippy::arc_with_non_send_sync)]
         let stats = Arc::new(stats);

@@ -37,6 +37,11 @@ pub struct EncodeParams {
     pub pay_off: u32,
     /// Region word of the blocks' bit offsets (`FdsrLayout::blk_off`).
     pub blk_off: u32,
+    /// 1 where `pack_meta` adds up the blocks' sizes for `finish_segment` (reuse, the file
+    /// path); 0 where the allocation placed the blocks.
+    pub sizes: u32,
+    /// Padding.
+    pub _pad: [u32; 3],
     /// Band edges (up to 9).
     pub edges: [u32; 12],
 }
