@@ -42,7 +42,7 @@ var<workgroup> red: array<f32, 256>;
 var<workgroup> tot: array<f32, 21>; // the 20 partial statistics, then the DC term
 var<workgroup> terms: array<f32, 80>; // band j at choice c: j * 10 + c
 var<workgroup> best_err: array<f32, 256>;
-var<workgroup> best_size: array<u32, 257>; // finish_segment: the lanes' run offsets, then the total
+var<workgroup> best_size: array<u32, 257>; // place_blocks: the lanes' run offsets, then the total
 var<workgroup> best_idx: array<u32, 256>;
 
 fn edge(i: u32) -> u32 { return p.edges[i >> 2u][i & 3u]; }
