@@ -9,7 +9,7 @@ use fdsr::codec::api::{compress, decompress};
 use fdsr::codec::resident::layout::{self, FdsrLayout, HEADER_WORDS};
 use fdsr::codec::resident::{record_decode, record_encode, Resident, SegmentForm};
 use fdsr::gpu::kernel::{storage_init, storage_zeroed};
-use fdsr::gpu::{read_words, Category, ContextOptions};
+use fdsr::gpu::{read_words, Category, ContextOptions, TransferCounts};
 use fdsr::reference::alloc_rule::{self, Limits, Totals, STATS};
 use fdsr::{reference, CodecOptions, FdsrError, GpuContext, Policy};
 use pollster::block_on;
@@ -19,9 +19,21 @@ fn relu_activation(shape: [usize; 4], seed: u32) -> Vec<f32> {
     conv3x3_relu(&smooth_images(n, h, w, seed), n, h, w, c, seed + 1)
 }
 
-/// Encodes and decodes `x` on the device in one encoder and one submit; returns the stored form,
-/// the decoded values and the transfers of the recording and submit alone.
+/// Encodes and decodes `x` on the device in one encoder and one submit (asserting that neither
+/// reads back nor waits); returns the stored form and the decoded values.
 fn round_trip(ctx: &GpuContext, x: &[f32], shape: &[usize], policy: &str, opts: &CodecOptions) -> (Resident, Vec<f32>) {
+    let (r, y, _) = round_trip_counted(ctx, x, shape, policy, opts);
+    (r, y)
+}
+
+/// [`round_trip`], with the transfers of recording the encode and of recording the decode.
+fn round_trip_counted(
+    ctx: &GpuContext,
+    x: &[f32],
+    shape: &[usize],
+    policy: &str,
+    opts: &CodecOptions,
+) -> (Resident, Vec<f32>, [TransferCounts; 2]) {
     let p: Policy = policy.parse().unwrap();
     let input = storage_init(ctx, "x", bytemuck::cast_slice(x));
     let out = storage_zeroed(ctx, "y", x.len() as u64 * 4);
@@ -29,12 +41,14 @@ fn round_trip(ctx: &GpuContext, x: &[f32], shape: &[usize], policy: &str, opts: 
     let before = ctx.transfer_counts();
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     let r = record_encode(ctx, &mut enc, &input, shape, &p, opts, Category::SavedActivations, &acc).unwrap();
+    let encoded = ctx.transfer_counts().since(&before);
     record_decode(ctx, &mut enc, &r, &out).unwrap();
+    let decoded = ctx.transfer_counts().since(&before).since(&encoded);
     ctx.queue.submit([enc.finish()]);
     let t = ctx.transfer_counts().since(&before);
     assert_eq!((t.read_back, t.host_waits), (0, 0), "{policy}: recording read back or waited");
     let y: Vec<f32> = block_on(read_words(ctx, &out, x.len())).unwrap().into_iter().map(f32::from_bits).collect();
-    (r, y)
+    (r, y, [encoded, decoded])
 }
 
 /// Values of `got` that differ from `want` by more than 1e-4 of the largest |x|.
@@ -219,17 +233,8 @@ fn block_offsets_are_the_host_prefix_beyond_one_block_per_lane() {
 #[test]
 fn an_fdsr_segment_encodes_in_five_dispatches_and_decodes_in_one() {
     let Some(ctx) = common::gpu() else { return };
-    let shape = [4, 8, 32, 32];
+    let (shape, opts) = ([4, 8, 32, 32], CodecOptions::default());
     let x = relu_activation(shape, 8);
-    let input = storage_init(&ctx, "x", bytemuck::cast_slice(&x));
-    let (out, acc) = (storage_zeroed(&ctx, "y", x.len() as u64 * 4), storage_zeroed(&ctx, "acc", 16));
-    let p: Policy = "fdsr:budget=2,mask,grad".parse().unwrap();
-    let mut enc = ctx.device.create_command_encoder(&Default::default());
-    let before = ctx.transfer_counts();
-    let r = record_encode(&ctx, &mut enc, &input, &shape, &p, &CodecOptions::default(), Category::Workspace, &acc);
-    let encoded = ctx.transfer_counts().since(&before);
-    record_decode(&ctx, &mut enc, &r.unwrap(), &out).unwrap();
-    let decoded = ctx.transfer_counts().since(&before).since(&encoded);
-    ctx.queue.submit([enc.finish()]);
+    let (_, _, [encoded, decoded]) = round_trip_counted(&ctx, &x, &shape, "fdsr:budget=2,mask,grad", &opts);
     assert_eq!((encoded.dispatches, decoded.dispatches), (5, 1));
 }
