@@ -71,8 +71,12 @@ pub enum Prelude {
     /// [`GEMM_ADDR`].
     Gemm,
     /// [`COOP_ENABLE`], [`GEMM_ADDR`] then [`SCALE_FNS`] (needs the features [`COOP_ENABLE`]
-    /// names).
-    GemmCoop,
+    /// names), the body built for `fragment`×`fragment` cooperative matrices (16 as written, or
+    /// 8: see [`coop_body`]).
+    GemmCoop {
+        /// The fragments' size.
+        fragment: u32,
+    },
     /// [`SCALE_FNS`].
     Scale,
 }
@@ -94,6 +98,7 @@ const fn shader(name: &'static str, body: &'static str, prelude: Prelude, layout
     ShaderInfo { name, body, prelude, layout }
 }
 
+const GEMM_COOP: &str = include_str!("../shaders/gemm_coop.wgsl");
 const OPS_BN: &str = include_str!("../shaders/ops_bn.wgsl");
 const OPS_LOSS: &str = include_str!("../shaders/ops_loss.wgsl");
 const OPS_COMPARE: &str = include_str!("../shaders/ops_compare.wgsl");
@@ -109,7 +114,8 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("uniform", include_str!("../shaders/uniform.wgsl"), Prelude::Codec, "uurwwww"),
     shader("division", include_str!("../shaders/division.wgsl"), Prelude::Tiles, "uurwwww"),
     shader("gemm", include_str!("../shaders/gemm.wgsl"), Prelude::Gemm, "urrrw"),
-    shader("gemm_coop", include_str!("../shaders/gemm_coop.wgsl"), Prelude::GemmCoop, "urrrwr"),
+    shader("gemm_coop", GEMM_COOP, Prelude::GemmCoop { fragment: 16 }, "urrrwr"),
+    shader("gemm_coop8", GEMM_COOP, Prelude::GemmCoop { fragment: 8 }, "urrrwr"),
     shader("gemm_scale", include_str!("../shaders/gemm_scale.wgsl"), Prelude::Scale, "urw"),
     shader("ops_elementwise", include_str!("../shaders/ops_elementwise.wgsl"), Prelude::None, "urrww"),
     shader("ops_pool", include_str!("../shaders/ops_pool.wgsl"), Prelude::None, "urrww"),
@@ -148,7 +154,16 @@ pub fn source(name: &str) -> Option<String> {
         Prelude::Reduce => format!("{REDUCE_WG}\n{}", s.body),
         Prelude::ReduceSubgroup => format!("{REDUCE_SG}\n{}", s.body),
         Prelude::Gemm => format!("{GEMM_ADDR}\n{}", s.body),
-        Prelude::GemmCoop => format!("{COOP_ENABLE}{GEMM_ADDR}\n{SCALE_FNS}\n{}", s.body),
+        Prelude::GemmCoop { fragment } => {
+            format!("{COOP_ENABLE}{GEMM_ADDR}\n{SCALE_FNS}\n{}", coop_body(s.body, fragment))
+        }
         Prelude::Scale => format!("{SCALE_FNS}\n{}", s.body),
     })
+}
+
+/// `shaders/gemm_coop.wgsl` (written for 16×16 fragments) for `fragment`×`fragment` ones: its
+/// fragment size `D` and the three fragment types rewritten, everything else derived from `D`.
+pub fn coop_body(body: &str, fragment: u32) -> String {
+    body.replace("const D: u32 = 16u;", &format!("const D: u32 = {fragment}u;"))
+        .replace("coop_mat16x16<", &format!("coop_mat{fragment}x{fragment}<"))
 }

@@ -24,7 +24,7 @@ fn every_shader_validates_for_webgpu() {
         let (name, src) = (info.name, fdsr::shaders::source(info.name).expect("registered"));
         let module =
             naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
-        if info.prelude == Prelude::GemmCoop {
+        if matches!(info.prelude, Prelude::GemmCoop { .. }) {
             // Not a WebGPU shader: checked by `coop_gemm_validates_and_emits_spirv`.
             assert!(validator(false).validate(&module).is_err(), "{name} validates for WebGPU");
             continue;
@@ -99,12 +99,22 @@ fn coop_validator() -> Validator {
     v
 }
 
-/// The cooperative-matrix GEMM validates with its capabilities (and not without any one of
-/// them), and emits SPIR-V, with the cooperative-matrix capability, for every tile height and
-/// number of rounds the engine sets.
+/// The cooperative-matrix GEMM, with 16×16 and with 8×8 fragments, validates with its
+/// capabilities (and not without any one of them), and emits SPIR-V, with the cooperative-matrix
+/// capability, for every tile height and number of rounds the engine sets.
 #[test]
 fn coop_gemm_validates_and_emits_spirv() {
-    let src = fdsr::shaders::source("gemm_coop").expect("registered");
+    for (name, fragment) in [("gemm_coop", 16), ("gemm_coop8", 8)] {
+        assert_eq!(fdsr::shaders::info(name).unwrap().prelude, Prelude::GemmCoop { fragment });
+        coop_gemm_checks(name, fragment);
+    }
+}
+
+fn coop_gemm_checks(name: &str, fragment: u32) {
+    let src = fdsr::shaders::source(name).expect("registered");
+    let frag = format!("coop_mat{fragment}x{fragment}<");
+    assert_eq!(src.matches(frag.as_str()).count(), 3, "{name}: the three fragment types");
+    assert!(src.contains(&format!("const D: u32 = {fragment}u;")), "{name}: D");
     let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
     let info = coop_validator().validate(&module).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
     for missing in [Capabilities::COOPERATIVE_MATRIX, Capabilities::SHADER_FLOAT16, Capabilities::SUBGROUP] {
@@ -118,7 +128,7 @@ fn coop_gemm_validates_and_emits_spirv() {
         assert!(entries.contains(&entry), "no entry point {entry}: {entries:?}");
     }
     for tm in fdsr::engine::gemm::TILE_ROWS {
-        for rounds in [1, 2, 4] {
+        for rounds in [1, 2, 4, 16] {
             let mut constants = naga::back::PipelineConstants::default();
             constants.insert("TM".into(), tm as f64);
             constants.insert("ROUNDS".into(), rounds as f64);

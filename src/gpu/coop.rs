@@ -1,12 +1,13 @@
 //! Cooperative matrices (tensor cores): the `--compute` choice, whether an adapter can run
 //! `shaders/gemm_coop.wgsl`, and the one place that opts into wgpu's experimental features.
 //!
-//! The kernel multiplies 16×16×16 tiles with f16 A and B and an f32 accumulator. It needs the
-//! adapter to offer that configuration, `SHADER_F16` and `SUBGROUP` (its `subgroup_id` /
+//! The kernel multiplies D×D×D tiles with f16 A and B and an f32 accumulator, D = 16 (NVIDIA,
+//! AMD) or 8 (the lavapipe of Mesa 26.2; that of 22.3 or 25.0 offers none). It needs the adapter
+//! to offer such a configuration, `SHADER_F16` and `SUBGROUP` (its `subgroup_id` /
 //! `num_subgroups` builtins), subgroup sizes that are powers of two of at most 128 (so the
 //! 128 invocations of a workgroup form full subgroups whatever size the driver picks in
 //! `subgroup_min_size..=subgroup_max_size`), and room for its workgroup memory. Everything else
-//! (lavapipe, the browser) runs the exact fp32 GEMM.
+//! (older lavapipe, the browser) runs the exact fp32 GEMM.
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,10 +16,17 @@ use crate::error::{FdsrError, Result};
 
 /// Invocations of one cooperative-matrix GEMM workgroup (`WG` in `gemm_coop.wgsl`).
 pub const COOP_WORKGROUP: u32 = 128;
-/// 16×64 regions of C per workgroup tile, one per subgroup and round.
-pub const COOP_REGIONS: u32 = 4;
-/// Workgroup memory of the kernel at its largest tile shape: A and B staged as f16 (at most
-/// 16×16 + 16×256 values) and C as f32 (4096 values and a 1024-value scratch region).
+/// The fragment sizes the kernel is built for, the preferred first.
+pub const COOP_FRAGMENTS: [u32; 2] = [16, 8];
+
+/// Regions of C (D×4D each, one per subgroup and round) per workgroup tile of 4096 values with
+/// `fragment`×`fragment` fragments: 4 with 16, 16 with 8.
+pub fn coop_regions(fragment: u32) -> u32 {
+    1024 / (fragment * fragment)
+}
+/// Workgroup memory of the kernel at its largest: A and B staged as f16 (at most 64×16 + 16×256
+/// values) and C as f32 (4096 values and a scratch region of 1024 with 16×16 fragments, 256 with
+/// 8×8).
 pub const COOP_WORKGROUP_BYTES: u32 = 2 * (16 * 64 + 16 * 256) + 4 * 5120;
 
 /// How conv and linear layers multiply.
@@ -61,6 +69,8 @@ pub enum ComputePath {
     Fp32,
     /// `shaders/gemm_coop.wgsl`, every subgroup running `rounds` rounds of regions.
     Coop {
+        /// The fragments' size, one of [`COOP_FRAGMENTS`].
+        fragment: u32,
         /// The kernel's `ROUNDS` override (see [`coop_rounds`]).
         rounds: u32,
     },
@@ -70,16 +80,16 @@ impl fmt::Display for ComputePath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ComputePath::Fp32 => f.write_str("fp32"),
-            ComputePath::Coop { .. } => f.write_str("cooperative matrix 16x16x16 f16→f32"),
+            ComputePath::Coop { fragment: d, .. } => write!(f, "cooperative matrix {d}x{d}x{d} f16→f32"),
         }
     }
 }
 
 /// Rounds of regions a subgroup runs so that the fewest subgroups a workgroup can have (with
-/// subgroups of `subgroup_max` invocations) cover the tile's [`COOP_REGIONS`] regions.
-pub fn coop_rounds(subgroup_max: u32) -> u32 {
+/// subgroups of `subgroup_max` invocations) cover the tile's [`coop_regions`].
+pub fn coop_rounds(subgroup_max: u32, fragment: u32) -> u32 {
     let fewest = (COOP_WORKGROUP / subgroup_max.max(1)).max(1);
-    COOP_REGIONS.div_ceil(fewest)
+    coop_regions(fragment).div_ceil(fewest)
 }
 
 /// What the adapter has that the kernel depends on.
@@ -99,19 +109,21 @@ pub struct CoopOffer<'a> {
 
 /// The path `gemm_coop.wgsl` takes on a device with `offer`, or why it cannot run there.
 pub fn coop_path(offer: &CoopOffer<'_>) -> std::result::Result<ComputePath, String> {
-    let wanted = |c: &wgpu::CooperativeMatrixProperties| {
-        (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
-            && c.ab_type == wgpu::CooperativeScalarType::F16
-            && c.cr_type == wgpu::CooperativeScalarType::F32
+    let offered = |d: u32| {
+        offer.configs.iter().any(|c| {
+            (c.m_size, c.n_size, c.k_size) == (d, d, d)
+                && c.ab_type == wgpu::CooperativeScalarType::F16
+                && c.cr_type == wgpu::CooperativeScalarType::F32
+        })
     };
-    if !offer.configs.iter().any(wanted) {
+    let Some(fragment) = COOP_FRAGMENTS.into_iter().find(|&d| offered(d)) else {
         let have: Vec<String> = offer
             .configs
             .iter()
             .map(|c| format!("{}x{}x{} {:?}→{:?}", c.m_size, c.n_size, c.k_size, c.ab_type, c.cr_type))
             .collect();
-        return Err(format!("no 16x16x16 f16→f32 cooperative matrices (adapter offers {have:?})"));
-    }
+        return Err(format!("no 16x16x16 or 8x8x8 f16→f32 cooperative matrices (adapter offers {have:?})"));
+    };
     let needed =
         wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP;
     let missing = needed - offer.features;
@@ -128,7 +140,7 @@ pub fn coop_path(offer: &CoopOffer<'_>) -> std::result::Result<ComputePath, Stri
             offer.workgroup_bytes, offer.invocations
         ));
     }
-    Ok(ComputePath::Coop { rounds: coop_rounds(hi) })
+    Ok(ComputePath::Coop { fragment, rounds: coop_rounds(hi, fragment) })
 }
 
 /// The experimental features to request from an adapter offering `adapter_features`: the
@@ -194,25 +206,38 @@ mod tests {
 
     #[test]
     fn rounds_cover_the_regions_with_the_fewest_subgroups() {
-        assert_eq!(coop_rounds(32), 1, "NVIDIA: 4 subgroups of 32");
-        assert_eq!(coop_rounds(64), 2, "AMD wave64: 2 subgroups");
-        assert_eq!(coop_rounds(128), 4, "one subgroup");
-        assert_eq!(coop_rounds(16), 1);
-        assert_eq!(coop_rounds(4), 1);
-        for max in [4, 8, 16, 32, 64, 128] {
-            assert!(coop_rounds(max) * (COOP_WORKGROUP / max) >= COOP_REGIONS, "{max}");
+        assert_eq!(coop_rounds(32, 16), 1, "NVIDIA: 4 subgroups of 32");
+        assert_eq!(coop_rounds(64, 16), 2, "AMD wave64: 2 subgroups");
+        assert_eq!(coop_rounds(128, 16), 4, "one subgroup");
+        assert_eq!(coop_rounds(16, 16), 1);
+        assert_eq!(coop_rounds(4, 16), 1);
+        assert_eq!(coop_rounds(8, 8), 1, "lavapipe: 16 subgroups of 8 for 16 regions of 8x32");
+        assert_eq!(coop_rounds(32, 8), 4);
+        for d in COOP_FRAGMENTS {
+            // The regions (D x 4D) tile the workgroup's 4096 values of C.
+            assert_eq!(coop_regions(d) * 4 * d * d, 4096, "{d}");
+            for max in [4, 8, 16, 32, 64, 128] {
+                assert!(coop_rounds(max, d) * (COOP_WORKGROUP / max) >= coop_regions(d), "{max}");
+            }
         }
     }
 
     #[test]
-    fn only_the_implemented_configuration_on_a_capable_device_is_taken() {
-        assert_eq!(coop_path(&offer(&H200, (32, 32))), Ok(ComputePath::Coop { rounds: 1 }));
-        assert_eq!(coop_path(&offer(&H200, (32, 64))), Ok(ComputePath::Coop { rounds: 2 }));
+    fn the_largest_implemented_configuration_on_a_capable_device_is_taken() {
+        let coop = |fragment, rounds| Ok(ComputePath::Coop { fragment, rounds });
+        assert_eq!(coop_path(&offer(&H200, (32, 32))), coop(16, 1));
+        assert_eq!(coop_path(&offer(&H200, (32, 64))), coop(16, 2));
         let f32_only = [P { ab_type: T::F32, ..H200[0] }];
-        assert!(coop_path(&offer(&f32_only, (32, 32))).unwrap_err().contains("16x16x16 f16→f32"));
-        let small = [P { m_size: 8, n_size: 8, k_size: 8, ..H200[0] }];
-        assert!(coop_path(&offer(&small, (32, 32))).is_err());
-        assert!(coop_path(&offer(&[], (32, 32))).is_err(), "lavapipe offers none");
+        assert!(coop_path(&offer(&f32_only, (32, 32))).unwrap_err().contains("16x16x16 or 8x8x8 f16→f32"));
+        // lavapipe of Mesa 26.2: 8x8x8 only, subgroups of 8.
+        let small =
+            [P { m_size: 8, n_size: 8, k_size: 8, ..H200[0] }, P { m_size: 8, n_size: 8, k_size: 8, ..H200[1] }];
+        assert_eq!(coop_path(&offer(&small, (8, 8))), coop(8, 1));
+        let both = [small[0], H200[0]];
+        assert_eq!(coop_path(&offer(&both, (32, 32))), coop(16, 1), "16 preferred");
+        let odd = [P { m_size: 16, n_size: 8, k_size: 16, ..H200[0] }];
+        assert!(coop_path(&offer(&odd, (32, 32))).is_err(), "not square");
+        assert!(coop_path(&offer(&[], (32, 32))).is_err(), "older lavapipe offers none");
         assert!(coop_path(&offer(&H200, (32, 256))).unwrap_err().contains("subgroup sizes"));
         assert!(coop_path(&offer(&H200, (24, 24))).is_err());
         let mut o = offer(&H200, (32, 32));

@@ -18,7 +18,7 @@ mod wait;
 mod wait;
 
 pub use context::{ContextOptions, GpuContext, GPU_TARGET_GROUPS};
-pub use coop::{coop_path, coop_rounds, Compute, ComputePath, CoopOffer, COOP_REGIONS, COOP_WORKGROUP};
+pub use coop::{coop_path, coop_regions, coop_rounds, Compute, ComputePath, CoopOffer, COOP_FRAGMENTS, COOP_WORKGROUP};
 pub use pipelines::{Constants, PipelineCache};
 pub use pool::{BufferPool, Category, MemoryReport, PooledBuffer, CATEGORIES, STORAGE_USAGE};
 pub use profiler::{Profiler, Timings, Work};

@@ -79,7 +79,7 @@ pub fn record_absmax(
 pub(super) fn record(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
-    (entry, rounds): (&'static str, u32),
+    (entry, fragment, rounds): (&'static str, u32, u32),
     plan: &GemmPlan,
     p: &GemmParams,
     pbuf: &wgpu::Buffer,
@@ -93,7 +93,8 @@ pub(super) fn record(
     record_absmax(ctx, enc, a, alen, &scales, 0)?;
     record_absmax(ctx, enc, b, blen, &scales, 1)?;
     let constants = [("TM", plan.tm as f64), ("ROUNDS", f64::from(rounds))];
-    dispatch_with(ctx, enc, ("gemm_coop", entry, &constants[..]), &[pbuf, a, b, bias, out, &scales], grid)
+    let shader = if fragment == 8 { "gemm_coop8" } else { "gemm_coop" };
+    dispatch_with(ctx, enc, (shader, entry, &constants[..]), &[pbuf, a, b, bias, out, &scales], grid)
 }
 
 #[cfg(test)]

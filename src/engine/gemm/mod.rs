@@ -140,8 +140,8 @@ fn run(
             let kernel = ("gemm", entry, &[("TM", plan.tm as f64)][..]);
             dispatch_with(ctx, enc, kernel, &[&pbuf, a, b, bias, target], grid)
         }
-        ComputePath::Coop { rounds } => {
-            coop::record(ctx, enc, (entry, rounds), &plan, &p, &pbuf, [a, b, bias], target, grid)
+        ComputePath::Coop { fragment, rounds } => {
+            coop::record(ctx, enc, (entry, fragment, rounds), &plan, &p, &pbuf, [a, b, bias], target, grid)
         }
     };
     if plan.splits == 1 {

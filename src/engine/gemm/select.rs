@@ -219,7 +219,9 @@ mod tests {
         assert_eq!(r.to_string(), "compute: fp32 (no cooperative matrices: x)");
         let r = ComputeReport { asked: Compute::Fp32, path: ComputePath::Fp32, note: None, self_check_failed: false };
         assert_eq!(r.to_string(), "compute: fp32 (--compute fp32)");
-        let r = ComputeReport { path: ComputePath::Coop { rounds: 1 }, note: None, ..r };
+        let r = ComputeReport { path: ComputePath::Coop { fragment: 16, rounds: 1 }, note: None, ..r };
         assert!(r.to_string().starts_with("compute: cooperative matrix 16x16x16 f16→f32"));
+        let r = ComputeReport { path: ComputePath::Coop { fragment: 8, rounds: 1 }, ..r };
+        assert!(r.to_string().starts_with("compute: cooperative matrix 8x8x8 f16→f32"));
     }
 }
