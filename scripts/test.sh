@@ -2,7 +2,8 @@
 # The project's test command (README "Tests"): provisions what it needs (scripts/provision.sh:
 # Debian packages when run as root, Rust components and targets, wasm-bindgen-cli, npm packages),
 # then format, lints on native and wasm32, the API docs, type checks for Windows (DX12) and macOS (Metal), all
-# tests, the native visualizer under Xvfb and the browser tests. CI runs it through .ci/run.
+# tests, the cooperative-matrix tests on Mesa 26.2's lavapipe (as root), the native visualizer under
+# Xvfb and the browser tests. CI runs it through .ci/run.
 #
 # GPU tests skip with a message when no adapter is found, unless REQUIRE_GPU=1 (CI sets it) turns
 # "no adapter" into a failure. On Debian the software Vulkan adapter is lavapipe ("llvmpipe", in
@@ -42,6 +43,19 @@ cargo check -p fdsr --lib --target aarch64-apple-darwin
 
 section "cargo test --workspace (REQUIRE_GPU=${REQUIRE_GPU:-0}; includes naga validation of every shader)"
 cargo test --workspace
+
+section "cooperative matrices on Mesa 26.2's lavapipe (scripts/coop-lavapipe.sh)"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIPPED: needs root (a Debian sid chroot); run scripts/coop-lavapipe.sh as root"
+else
+  rc=0
+  bash scripts/coop-lavapipe.sh || rc=$?
+  if [ "$rc" -eq 3 ]; then
+    echo "SKIPPED: the sid root could not be built (Debian's registry unreachable?)"
+  elif [ "$rc" -ne 0 ]; then
+    exit "$rc"
+  fi
+fi
 
 section "native visualizer under Xvfb (demo/screenshot.sh)"
 bash demo/screenshot.sh
