@@ -60,7 +60,10 @@ pub async fn measure(
     let input = storage_init(ctx, "bench input", bytemuck::cast_slice(x));
     let out = storage_zeroed(ctx, "bench copy", (x.len() * 4) as u64);
     let params = uniform(ctx, "copy", &[x.len() as u32, 0, 0, 0]);
-    let mut copy = Vec::new();
+    let opts = CodecOptions::default();
+    let acc = storage_zeroed(ctx, "bench totals", 16);
+    // Copy, encode and decode alternate, so that the three medians see the same machine.
+    let (mut copy, mut enc_s, mut dec_s, mut ratio) = (Vec::new(), Vec::new(), Vec::new(), 0.0);
     for i in 0..=reps {
         let t = Instant::now();
         let mut enc = ctx.device.create_command_encoder(&Default::default());
@@ -70,11 +73,6 @@ pub async fn measure(
         if i > 0 {
             copy.push(t.elapsed().as_secs_f64());
         }
-    }
-    let opts = CodecOptions::default();
-    let acc = storage_zeroed(ctx, "bench totals", 16);
-    let (mut enc_s, mut dec_s, mut ratio) = (Vec::new(), Vec::new(), 0.0);
-    for i in 0..=reps {
         let t = Instant::now();
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         let r = record_encode(ctx, &mut enc, &input, shape, policy, &opts, Category::SavedActivations, &acc)?;
