@@ -52,7 +52,7 @@ fn bad_numbers_are_named_before_data_or_gpu_work() {
             (&["--momentum", "1"], "--momentum 1: the momentum must be in [0, 1)"),
             (&["--limit-train", "0"], "--limit-train 0"),
             (&["--limit-test", "0"], "--limit-test 0"),
-            (&["--compute", "f16"], "--compute \"f16\": expected fp32 or auto"),
+            (&["--compute", "f16"], "--compute \"f16\": expected fp32, auto or coop"),
         ] {
             let e = error_of(&fdsr_isolated(&dir, &[], &[&[cmd, "--model", "tiny"], flag].concat()));
             assert!(e.contains(says), "{cmd} {flag:?}: {e}");

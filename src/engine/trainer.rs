@@ -43,8 +43,8 @@ pub struct TrainConfig {
     /// How saved activations are stored: `None` keeps fp32, else the codec policy.
     pub policy: Option<Policy>,
     /// How conv and linear layers multiply: `Fp32` sets the context's GEMMs to fp32 when the
-    /// trainer is made; under `Auto` they take the path `engine::gemm::select_compute` chose for
-    /// the context (fp32 unless it was called and the adapter passed its self-check).
+    /// trainer is made; under `Auto` and `Coop` they take the path `engine::gemm::select_compute`
+    /// chose for the context (fp32 unless it was called and chose cooperative matrices).
     pub compute: Compute,
 }
 

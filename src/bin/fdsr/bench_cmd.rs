@@ -56,8 +56,8 @@ enum What {
         /// a GPU's plans (splits of K, chunked batch-norm statistics) on any adapter.
         #[arg(long)]
         target_groups: Option<usize>,
-        /// How conv and linear layers multiply: auto (cooperative matrices where offered and
-        /// self-checked) or fp32.
+        /// How conv and linear layers multiply: auto (cooperative matrices where offered,
+        /// self-checked and faster than fp32), coop (wherever offered and self-checked) or fp32.
         #[arg(long, default_value = "auto")]
         compute: String,
         /// Reduce through workgroup memory even where the adapter has subgroups.

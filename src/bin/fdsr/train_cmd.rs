@@ -112,8 +112,9 @@ pub struct TrainArgs {
     #[arg(long)]
     quiet: bool,
     /// How conv and linear layers multiply: auto (cooperative matrices, f16 operands with f32
-    /// accumulation, where the adapter offers them and a self-check at start passes; fp32
-    /// elsewhere) or fp32 (exact fp32 everywhere).
+    /// accumulation, where the adapter offers them, a self-check at start passes and a timed
+    /// layer runs faster than on fp32; fp32 elsewhere), coop (cooperative matrices wherever
+    /// offered and self-checked, an error elsewhere) or fp32 (exact fp32 everywhere).
     #[arg(long, default_value = "auto")]
     pub(crate) compute: String,
 }

@@ -36,7 +36,7 @@ impl fmt::Display for ComputeReport {
         match (&self.note, self.asked) {
             (Some(note), _) => write!(f, " ({note})"),
             (None, Compute::Fp32) => write!(f, " (--compute fp32)"),
-            (None, Compute::Auto) => Ok(()),
+            (None, Compute::Auto | Compute::Coop) => Ok(()),
         }
     }
 }
@@ -59,33 +59,106 @@ pub fn rel_error(got: &[f32], want: &[f32]) -> f64 {
 }
 
 /// Sets the context's GEMM path for `compute` and says which it is and why. Under `auto` a
-/// failed self-check (a wrong result or a GPU error) falls back to fp32; the report says so.
+/// failed self-check (a wrong result or a GPU error) falls back to fp32, and so do cooperative
+/// matrices that run [`TIMED`]'s products slower than fp32; the report says so. Under `coop`
+/// either is an error, as are missing cooperative matrices.
 pub async fn select_compute(ctx: &GpuContext, compute: Compute) -> Result<ComputeReport> {
     let mut report = ComputeReport { asked: compute, path: ComputePath::Fp32, note: None, self_check_failed: false };
     ctx.set_compute_path(ComputePath::Fp32)?;
     if compute == Compute::Fp32 {
         return Ok(report);
     }
+    let refuse = |why: String| FdsrError::Gpu {
+        stage: "compute path".into(),
+        message: format!("--compute coop on {}: {why}", ctx.adapter_description()),
+    };
     let path = match ctx.coop_path() {
         Ok(path) => path,
+        Err(why) if compute == Compute::Coop => return Err(refuse(format!("no cooperative matrices: {why}"))),
         Err(why) => {
             report.note = Some(format!("no cooperative matrices: {why}"));
             return Ok(report);
         }
     };
-    match self_check(ctx, path).await {
-        Ok(worst) => {
-            ctx.set_compute_path(path)?;
-            report.path = path;
-            report.note = Some(format!("self-check: worst relative error {worst:.1e}"));
-        }
+    let mut note = match self_check(ctx, path).await {
+        Ok(worst) => format!("self-check: worst relative error {worst:.1e}"),
+        Err(e) if compute == Compute::Coop => return Err(refuse(format!("the self-check failed: {e}"))),
         Err(e) => {
-            ctx.set_compute_path(ComputePath::Fp32)?;
             report.note = Some(format!("cooperative-matrix self-check failed, using fp32: {e}"));
             report.self_check_failed = true;
+            return Ok(report);
+        }
+    };
+    if compute == Compute::Auto {
+        let (coop, fp32) = match (time_products(ctx, path).await, time_products(ctx, ComputePath::Fp32).await) {
+            (Ok(coop), Ok(fp32)) => (coop, fp32),
+            (Err(e), _) | (_, Err(e)) => {
+                report.note = Some(format!("cooperative matrices not timed, using fp32: {e}"));
+                return Ok(report);
+            }
+        };
+        let timing = format!(
+            "{:.2} ms against fp32's {:.2} ms for the products of a {}→{} conv at batch {}",
+            coop * 1e3,
+            fp32 * 1e3,
+            TIMED.cin,
+            TIMED.cout,
+            TIMED.batch
+        );
+        if coop > fp32 {
+            report.note = Some(format!("cooperative matrices passed the self-check but are slower: {timing}"));
+            return Ok(report);
+        }
+        note = format!("{note}; {timing}");
+    }
+    ctx.set_compute_path(path)?;
+    report.path = path;
+    report.note = Some(note);
+    Ok(report)
+}
+
+/// The conv layer whose forward, input- and weight-gradient products time the two paths under
+/// `auto`: `cnn`'s second layer (32→32 channels, 32×32) at batch 32.
+pub const TIMED: ConvGeom = ConvGeom { batch: 32, cin: 32, h: 32, w: 32, cout: 32, ksize: 3, stride: 1, pad: 1 };
+/// Timed rounds per path after a warm-up; the median counts.
+const TIMED_ROUNDS: usize = 3;
+
+/// Median seconds of one round of [`TIMED`]'s three products on `path` (one submit and one wait
+/// each), measured by the host. Native only, as cooperative matrices are (it waits for the
+/// device). Leaves the path at fp32.
+async fn time_products(ctx: &GpuContext, path: ComputePath) -> Result<f64> {
+    ctx.set_compute_path(path)?;
+    let t = time_rounds(ctx).await;
+    ctx.set_compute_path(ComputePath::Fp32)?;
+    t
+}
+
+async fn time_rounds(ctx: &GpuContext) -> Result<f64> {
+    let mut rng = SplitMix64::new(0x71_3ed);
+    let g = TIMED;
+    let mut up = |shape: &[usize], scale: f32| {
+        Tensor::from_slice(ctx, &values(&mut rng, shape.iter().product(), scale), shape, Category::Workspace)
+    };
+    let (x, w, dy) = (up(&[g.batch, g.cin, g.h, g.w], 1.0)?, up(&g.weight_shape(), 0.1)?, up(&g.out_shape(), 1e-3)?);
+    let mut rounds = Vec::with_capacity(TIMED_ROUNDS);
+    for round in 0..=TIMED_ROUNDS {
+        let t = std::time::Instant::now();
+        ctx.scoped("compute timing", || -> Result<()> {
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            super::conv2d_forward(ctx, &mut enc, &x, &w, None, g.stride, g.pad)?;
+            super::conv2d_backward_data(ctx, &mut enc, &g, &dy, &w)?;
+            let dw = Tensor::uninit(ctx, &g.weight_shape(), Category::Workspace);
+            super::conv2d_backward_weight(ctx, &mut enc, &g, &dy, &x, &dw)?;
+            ctx.submit(enc);
+            ctx.wait_for_device()
+        })
+        .await??;
+        if round > 0 {
+            rounds.push(t.elapsed().as_secs_f64());
         }
     }
-    Ok(report)
+    rounds.sort_by(f64::total_cmp);
+    Ok(rounds[rounds.len() / 2])
 }
 
 fn values(rng: &mut SplitMix64, n: usize, scale: f32) -> Vec<f32> {
@@ -223,5 +296,7 @@ mod tests {
         assert!(r.to_string().starts_with("compute: cooperative matrix 16x16x16 f16→f32"));
         let r = ComputeReport { path: ComputePath::Coop { fragment: 8, rounds: 1 }, ..r };
         assert!(r.to_string().starts_with("compute: cooperative matrix 8x8x8 f16→f32"));
+        let r = ComputeReport { asked: Compute::Coop, ..r };
+        assert_eq!(r.to_string(), "compute: cooperative matrix 8x8x8 f16→f32");
     }
 }
