@@ -1,9 +1,8 @@
 //! The cooperative-matrix GEMM path: where the adapter has no cooperative matrices (CI's Mesa 22.3
-//! lavapipe),
-//! `--compute auto` resolves to fp32 and trains bit for bit like `fp32`; where it has them, the
-//! coop kernel matches `fdsr::reference` products of every kind (splits of K and gradient-sized
-//! operands included) within the f16 tolerance, and really is not the fp32 kernel (run on Mesa
-//! 26.2's lavapipe, 8×8×8 fragments: `scripts/coop-lavapipe.sh`).
+//! lavapipe), `--compute auto` resolves to fp32 and trains bit for bit like `fp32`; where it has
+//! them (Mesa 26.2's lavapipe, 8×8×8: `scripts/coop-lavapipe.sh`), the coop kernel matches
+//! `fdsr::reference` products of every kind (splits of K and gradient-sized operands included)
+//! within the f16 tolerance, really is not the fp32 kernel, and trains close to fp32.
 
 mod common;
 
@@ -75,7 +74,7 @@ fn auto_without_cooperative_matrices_is_the_fp32_path_bit_for_bit() {
 }
 
 #[test]
-fn auto_with_cooperative_matrices_trains_close_to_fp32() {
+fn coop_trains_close_to_fp32() {
     let Some(ctx) = common::gpu() else { return };
     let Ok(path) = ctx.coop_path() else {
         eprintln!("skipping: {} has no cooperative matrices; see the fp32 test", ctx.adapter_description());
@@ -85,8 +84,8 @@ fn auto_with_cooperative_matrices_trains_close_to_fp32() {
     assert_eq!(report.path, path, "{report}");
     let (start, steps) = (train(&ctx, config(Compute::Fp32), 0), 5);
     ctx.set_compute_path(path).unwrap();
-    let coop = train(&ctx, config(Compute::Auto), steps);
-    assert_eq!(ctx.compute_path(), path, "Auto kept the chosen path");
+    let coop = train(&ctx, config(Compute::Coop), steps);
+    assert_eq!(ctx.compute_path(), path, "the trainer kept the chosen path");
     let fp32 = train(&ctx, config(Compute::Fp32), steps);
     assert!(coop.iter().all(|v| v.is_finite()));
     assert!(coop.iter().zip(&fp32).any(|(a, b)| a.to_bits() != b.to_bits()), "coop trained fp32's bits");

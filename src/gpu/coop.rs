@@ -24,6 +24,7 @@ pub const COOP_FRAGMENTS: [u32; 2] = [16, 8];
 pub fn coop_regions(fragment: u32) -> u32 {
     1024 / (fragment * fragment)
 }
+
 /// Workgroup memory of the kernel at its largest: A and B staged as f16 (at most 64×16 + 16×256
 /// values) and C as f32 (4096 values and a scratch region of 1024 with 16×16 fragments, 256 with
 /// 8×8).
