@@ -24,8 +24,9 @@ struct AllocParams {
 @group(0) @binding(4) var<storage, read_write> stats: array<u32>;
 // Window totals of the store: used bytes (low, high word), reuse hits, reuse-eligible tiles.
 @group(0) @binding(5) var<storage, read_write> acc: array<atomic<u32>>;
-// The grids of the pack's two launches, pack_tiles and, where an AC band is at 16 bits,
-// pack_tiles_compact (src/codec/resident/segment.rs, pack_args).
+// The grids of the pack's three launches (src/codec/resident/segment.rs, PackLaunch and
+// pack_args): pack_tiles, pack_tiles without the top AC band (where it has 0 bits) and, where an
+// AC band is at 16 bits, pack_tiles_compact.
 @group(0) @binding(6) var<storage, read_write> pack_args: array<u32>;
 
 const WG: u32 = 256u;
@@ -223,10 +224,11 @@ fn write_choice(c: ptr<function, array<u32, 8>>, nonzero: u32, full: u32) {
         f16 = f16 || (j > 0u && b == 16u);
     }
     // The pack launch the bits need gets the grid (one invocation per tile as in the analysis, in
-    // rows pack_x wide), the other none.
+    // rows pack_x wide), the others none.
     let rows = (p.groups + p.pack_x - 1u) / p.pack_x;
-    for (var k = 0u; k < 6u; k++) { pack_args[k] = select(1u, 0u, k % 3u == 0u); }
-    let on = select(0u, 3u, f16);
+    for (var k = 0u; k < 9u; k++) { pack_args[k] = select(1u, 0u, k % 3u == 0u); }
+    let top_zero = p.nbands > 1u && region[p.nbands - 1u] == 0u;
+    let on = select(select(0u, 3u, top_zero), 6u, f16);
     pack_args[on] = p.pack_x;
     pack_args[on + 1u] = rows;
     let e0 = clamp(exp_of(tot[19]) + 1, -90, 128);

@@ -156,10 +156,16 @@ fn flush(wr: ptr<function, Writer>) {
 // bits, scale code and inverse scale.
 struct Pack { key: u32, stochastic: bool, bits: array<u32, 8>, code: array<u32, 8>, inv: array<f32, 8> }
 
+// The AC bands pack_tiles writes: all, or (where the top band has 0 bits, so writes nothing) all
+// but the top one, whose coefficients a pipeline built with that constant leaves out at compile
+// time; a CPU rasterizer would otherwise run them, as it runs both sides of every branch.
+override PACKED_BANDS: u32 = 8u;
+
 // Puts coefficient z (value v) of a full tile, after its band's scale code where z opens the
 // band (at most 32 bits over two calls: drain after every second). No AC band is at 16 bits here.
 fn emit(wr: ptr<function, Writer>, s: ptr<function, Pack>, z: u32, v: f32) {
     let b = band_of(z);
+    if (b >= PACKED_BANDS) { return; }
     let bits = (*s).bits[b];
     if (z == band_start(b)) { put(wr, (*s).code[b], select(AC_SCALE_BITS, 0u, bits == 0u)); }
     put(wr, quantize_sym(v, (*s).inv[b], bits, hash32((*s).key ^ z) >> 8u, (*s).stochastic), bits);
@@ -170,6 +176,7 @@ fn emit(wr: ptr<function, Writer>, s: ptr<function, Pack>, z: u32, v: f32) {
 // bands indexes the arrays of s at run time, and lavapipe then keeps them in slow scratch memory
 // for the whole pack (a quarter of its time).
 fn band_setup(s: ptr<function, Pack>, b: u32, m: f32, e0: i32) {
+    if (b >= PACKED_BANDS) { return; }
     let bits = select(0u, band_bits(b), b < p.nbands);
     let code = select(0u, ac_band_code(m, e0, bits), bits > 0u);
     (*s).bits[b] = bits;

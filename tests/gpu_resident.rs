@@ -6,6 +6,7 @@ mod common;
 
 use fdsr::bench::activations::{conv3x3_relu, smooth_images};
 use fdsr::codec::api::{compress, decompress};
+use fdsr::codec::resident::fdsr::PackLaunch;
 use fdsr::codec::resident::layout::{self, FdsrLayout, HEADER_WORDS};
 use fdsr::codec::resident::{record_decode, record_encode, Resident, SegmentForm};
 use fdsr::gpu::kernel::{storage_init, storage_zeroed};
@@ -66,6 +67,7 @@ fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
     let Some(ctx) = common::gpu() else { return };
     let shape = [4, 8, 32, 32];
     let x = relu_activation(shape, 50);
+    let mut launches = std::collections::HashSet::new();
     for (policy, budget) in
         [("fdsr:budget=1", 1.0), ("fdsr:budget=2,grad", 2.0), ("fdsr:budget=2,grad=4", 2.0), ("fdsr:budget=3", 3.0)]
     {
@@ -92,6 +94,7 @@ fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
         t.stats[18] = st[layout::STAT_FULL] as f32;
         let lim = Limits { edges: &edges, limit_bits: l.limit_bits() as u32, weight };
         let (bits, no_fit) = alloc_rule::choose(&t, &lim);
+        launches.insert(PackLaunch::for_bits(&bits));
         let got: Vec<u8> = head[..nb].iter().map(|&b| b as u8).collect();
         assert_eq!(got, bits, "{policy}: device bits vs the reference rule");
         assert!(!no_fit && head[layout::H_FLAGS] == 0, "{policy}: flags {}", head[layout::H_FLAGS]);
@@ -112,6 +115,9 @@ fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
         let off = differing(&y, &want, &x);
         assert!(off * 100 <= x.len(), "{policy}: {off} of {} decoded values differ", x.len());
     }
+    // Low budgets give the top band 0 bits: the pack without it wrote these (the launch with
+    // every band: the fixed bits of `every_policy_round_trips_on_the_device`).
+    assert!(launches.contains(&PackLaunch::SkipTop), "{launches:?}");
 }
 
 #[test]
@@ -122,10 +128,18 @@ fn every_policy_round_trips_on_the_device() {
     let opts = CodecOptions { seed: 5, tensor_id: 9, ..Default::default() };
     let (_, y) = round_trip(&ctx, &x, &shape, "lossless", &opts);
     assert_eq!(y, x, "lossless");
-    // 8,16,3,2: an AC band of f16 codes, the pack's other launch.
-    for policy in
-        ["uniform:2", "uniform:5", "division", "fdsr:bits=8,4,3,2", "fdsr:bits=8,16,3,2", "fdsr:bits=8,4,3,2,reuse"]
-    {
+    // 8,16,3,2: an AC band of f16 codes (the compact launch); 8,4,3,0: a top band of 0 bits (the
+    // launch without it), and the same on the reuse path.
+    for policy in [
+        "uniform:2",
+        "uniform:5",
+        "division",
+        "fdsr:bits=8,4,3,2",
+        "fdsr:bits=8,16,3,2",
+        "fdsr:bits=8,4,3,0",
+        "fdsr:bits=8,4,3,2,reuse",
+        "fdsr:bits=8,4,3,0,reuse",
+    ] {
         let p: Policy = policy.parse().unwrap();
         let c = reference::compress(&x, &shape, &p, &opts).unwrap();
         let want = reference::decompress(&c).unwrap();
@@ -227,14 +241,14 @@ fn block_offsets_are_the_host_prefix_beyond_one_block_per_lane() {
     assert!(off * 1000 <= x.len(), "file path: {off} of {} decoded values differ from the reference", x.len());
 }
 
-/// What a real GPU pays per stored tensor in passes: an `fdsr` segment encodes in five dispatches
+/// What a real GPU pays per stored tensor in passes: an `fdsr` segment encodes in six dispatches
 /// (analysis, allocation with the block offsets and the accounting, class and DC sections, and
-/// the pack's two indirect launches, one of them empty) and decodes in one.
+/// the pack's three indirect launches, two of them empty) and decodes in one.
 #[test]
-fn an_fdsr_segment_encodes_in_five_dispatches_and_decodes_in_one() {
+fn an_fdsr_segment_encodes_in_six_dispatches_and_decodes_in_one() {
     let Some(ctx) = common::gpu() else { return };
     let (shape, opts) = ([4, 8, 32, 32], CodecOptions::default());
     let x = relu_activation(shape, 8);
     let (_, _, [encoded, decoded]) = round_trip_counted(&ctx, &x, &shape, "fdsr:budget=2,mask,grad", &opts);
-    assert_eq!((encoded.dispatches, decoded.dispatches), (5, 1));
+    assert_eq!((encoded.dispatches, decoded.dispatches), (6, 1));
 }

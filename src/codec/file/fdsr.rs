@@ -9,7 +9,7 @@ use crate::codec::alloc::{self, FdsrStats};
 use crate::codec::bits::unpack2;
 use crate::codec::config::{BitChoice, CodecOptions, FdsrConfig};
 use crate::codec::format::FdsrBody;
-use crate::codec::resident::fdsr::{pack_args, record_decode, Job, SegmentGeom, STATS};
+use crate::codec::resident::fdsr::{pack_args, record_decode, Job, PackLaunch, SegmentGeom, STATS};
 use crate::codec::resident::layout::{self, segments, FdsrLayout, HEADER_WORDS, REFERENCE_BITS, STAT_WORDS};
 use crate::codec::resident::slice;
 use crate::codec::tables::Tables;
@@ -116,7 +116,7 @@ async fn encode(
     for (g, (x, a)) in segs.iter().zip(&kept) {
         let l = FdsrLayout::for_fixed(g.planes.into(), g.tiles().into(), cb[2]);
         let region = upload(ctx, l.words, &head);
-        ctx.write_buffer(&a.pack_args, 0, bytemuck::cast_slice(&pack_args(g, bits[1..].contains(&16))));
+        ctx.write_buffer(&a.pack_args, 0, bytemuck::cast_slice(&pack_args(g, PackLaunch::for_bits(&bits))));
         let (stats, acc) = (workspace(ctx, STAT_WORDS), workspace(ctx, 4));
         enc.clear_buffer(&stats, 0, None);
         let reuse = job(*g, l).pack(&mut enc, x, a, &region, (&stats, &acc), false)?;

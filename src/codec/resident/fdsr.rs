@@ -14,7 +14,7 @@ use crate::reference::alloc_rule::{self, AllocMode};
 
 pub use super::params::{AllocParams, DecodeParams, EncodeParams};
 use super::segment::{edge_constants, edges12, WG};
-pub use super::segment::{pack_args, SegmentGeom};
+pub use super::segment::{pack_args, PackLaunch, SegmentGeom};
 /// Statistics per analysis workgroup (`STATS` of `shaders/fdsr_tiles.wgsl`).
 pub const STATS: u64 = 20;
 
@@ -41,7 +41,7 @@ pub struct Analysis {
     pub dcmax: PooledBuffer,
     /// Per analysis workgroup: [`STATS`] statistics.
     pub partials: PooledBuffer,
-    /// The grids of the pack's two launches ([`pack_args`]), written by the allocation on the
+    /// The grids of the pack's three launches ([`pack_args`]), written by the allocation on the
     /// device, or by the host on the file path.
     pub pack_args: PooledBuffer,
 }
@@ -89,7 +89,7 @@ impl Job<'_> {
             classes: scratch(ctx, u64::from(g.tiles()) * 4),
             dcmax: scratch(ctx, u64::from(g.planes) * 8),
             partials: scratch(ctx, u64::from(g.groups()) * STATS * 4),
-            pack_args: ctx.pool.get(&ctx.device, Category::Workspace, 24, STORAGE_USAGE | wgpu::BufferUsages::INDIRECT),
+            pack_args: ctx.pool.get(&ctx.device, Category::Workspace, 36, STORAGE_USAGE | wgpu::BufferUsages::INDIRECT),
         };
         enc.clear_buffer(&a.dcmax, 0, None);
         let (p, unused, no_region) = (self.encode_params(false), scratch(ctx, 4), scratch(ctx, 4));
@@ -209,9 +209,18 @@ impl Job<'_> {
             let (x, y) = grid(tiles.div_ceil(WG));
             dispatch_with(ctx, enc, ("fdsr_encode", "pack_tiles_compact", &edges), &binds, [x, y, 1])?;
         } else {
-            // Both launches are recorded; the device gave the grid to the one its bits need.
-            for (entry, offset) in [("pack_tiles", 0), ("pack_tiles_compact", 12)] {
-                dispatch_indirect(ctx, enc, ("fdsr_encode", entry, &edges), &binds, (&a.pack_args, offset))?;
+            // Every launch is recorded; the device gave the grid to the one its bits need.
+            let bands = self.cfg.band_edges.len() - 1;
+            for (i, launch) in PackLaunch::ALL.into_iter().enumerate() {
+                let (entry, packed) = match launch {
+                    PackLaunch::Full => ("pack_tiles", 8),
+                    PackLaunch::SkipTop => ("pack_tiles", bands - 1),
+                    PackLaunch::Compact => ("pack_tiles_compact", 8),
+                };
+                let mut constants = edges.to_vec();
+                constants.push(("PACKED_BANDS", packed as f64));
+                let args = (&*a.pack_args, 12 * i as u64);
+                dispatch_indirect(ctx, enc, ("fdsr_encode", entry, &constants), &binds, args)?;
             }
         }
         Ok(reuse)

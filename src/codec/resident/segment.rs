@@ -81,14 +81,70 @@ pub(super) fn edge_constants(edges: &[u8]) -> [(&'static str, f64); 7] {
     std::array::from_fn(|i| (NAMES[i], f64::from(edges.get(i + 2).copied().unwrap_or(64))))
 }
 
-/// The two indirect grids of the pack: `pack_tiles` (no AC band at 16 bits), then
-/// `pack_tiles_compact` (any bits); the one that `f16` (some AC band at 16 bits) asks for covers
-/// the segment, the other is empty. The allocation kernel writes the same words on the device.
-pub fn pack_args(g: &SegmentGeom, f16: bool) -> [u32; 6] {
+/// The pack's launches, in the order of their indirect grids ([`pack_args`]); the bits give one
+/// of them the segment's grid, the others none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PackLaunch {
+    /// `pack_tiles`, every AC band.
+    Full,
+    /// `pack_tiles` built without the top AC band (`PACKED_BANDS` = bands − 1), which has 0 bits:
+    /// a CPU rasterizer, which runs both sides of a branch, then skips its coefficients.
+    SkipTop,
+    /// `pack_tiles_compact`: some AC band at 16 bits (f16 codes).
+    Compact,
+}
+
+impl PackLaunch {
+    /// Every launch, in grid order.
+    pub const ALL: [PackLaunch; 3] = [PackLaunch::Full, PackLaunch::SkipTop, PackLaunch::Compact];
+
+    /// The launch that packs a segment with per-band `bits` (DC first), as the allocation kernel
+    /// picks it.
+    pub fn for_bits(bits: &[u8]) -> PackLaunch {
+        let ac = bits.get(1..).unwrap_or_default();
+        if ac.contains(&16) {
+            PackLaunch::Compact
+        } else if ac.last() == Some(&0) {
+            PackLaunch::SkipTop
+        } else {
+            PackLaunch::Full
+        }
+    }
+}
+
+/// The indirect grids of the pack's launches (3 words each, [`PackLaunch::ALL`] order): the
+/// one `launch` names covers the segment, the others are empty. The allocation kernel writes
+/// the same words on the device.
+pub fn pack_args(g: &SegmentGeom, launch: PackLaunch) -> [u32; 9] {
     let x = g.tile_grid_x();
     let rows = g.groups().div_ceil(x);
-    let mut a = [0, 1, 1, 0, 1, 1];
-    let on = if f16 { 3 } else { 0 };
+    let mut a = [0, 1, 1, 0, 1, 1, 0, 1, 1];
+    let on = 3 * launch as usize;
     (a[on], a[on + 1]) = (x, rows);
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bits_pick_one_pack_launch_and_only_it_gets_the_grid() {
+        assert_eq!(PackLaunch::for_bits(&[8, 4, 3, 2]), PackLaunch::Full);
+        assert_eq!(PackLaunch::for_bits(&[8, 4, 3, 0]), PackLaunch::SkipTop);
+        assert_eq!(PackLaunch::for_bits(&[8, 4, 0, 2]), PackLaunch::Full, "only the top band is left out");
+        assert_eq!(PackLaunch::for_bits(&[8, 16, 3, 0]), PackLaunch::Compact, "f16 codes first");
+        assert_eq!(PackLaunch::for_bits(&[16, 4, 3, 2]), PackLaunch::Full, "an f16 DC is pack_tiles'");
+        assert_eq!(PackLaunch::for_bits(&[8]), PackLaunch::Full);
+        assert_eq!(PackLaunch::for_bits(&[]), PackLaunch::Full);
+        let g = SegmentGeom::new(0, 300, 64, 64);
+        let (x, rows) = (g.tile_grid_x(), g.groups().div_ceil(g.tile_grid_x()));
+        for (i, launch) in PackLaunch::ALL.into_iter().enumerate() {
+            let a = pack_args(&g, launch);
+            for (j, grid) in a.chunks(3).enumerate() {
+                let want = if i == j { [x, rows, 1] } else { [0, 1, 1] };
+                assert_eq!(grid, want, "{launch:?}: grid {j}");
+            }
+        }
+    }
 }
