@@ -60,7 +60,8 @@ pub fn rel_error(got: &[f32], want: &[f32]) -> f64 {
 
 /// Sets the context's GEMM path for `compute` and says which it is and why. Under `auto` a
 /// failed self-check (a wrong result or a GPU error) falls back to fp32, and so do cooperative
-/// matrices that run [`TIMED`]'s products slower than fp32; the report says so. Under `coop`
+/// matrices that run a timed layer (`cnn`'s 32→32 conv at batch 32: its forward, input- and
+/// weight-gradient products) slower than fp32; the report says so. Under `coop`
 /// either is an error, as are missing cooperative matrices.
 pub async fn select_compute(ctx: &GpuContext, compute: Compute) -> Result<ComputeReport> {
     let mut report = ComputeReport { asked: compute, path: ComputePath::Fp32, note: None, self_check_failed: false };
@@ -119,7 +120,7 @@ pub async fn select_compute(ctx: &GpuContext, compute: Compute) -> Result<Comput
 
 /// The conv layer whose forward, input- and weight-gradient products time the two paths under
 /// `auto`: `cnn`'s second layer (32→32 channels, 32×32) at batch 32.
-pub const TIMED: ConvGeom = ConvGeom { batch: 32, cin: 32, h: 32, w: 32, cout: 32, ksize: 3, stride: 1, pad: 1 };
+const TIMED: ConvGeom = ConvGeom { batch: 32, cin: 32, h: 32, w: 32, cout: 32, ksize: 3, stride: 1, pad: 1 };
 /// Timed rounds per path after a warm-up; the median counts.
 const TIMED_ROUNDS: usize = 3;
 
