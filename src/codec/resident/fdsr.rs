@@ -210,11 +210,11 @@ impl Job<'_> {
             dispatch_with(ctx, enc, ("fdsr_encode", "pack_tiles_compact", &edges), &binds, [x, y, 1])?;
         } else {
             // Every launch is recorded; the device gave the grid to the one its bits need.
-            let bands = self.cfg.band_edges.len() - 1;
+            let top = self.cfg.band_edges.len().saturating_sub(2); // the top band's index
             for (i, launch) in PackLaunch::ALL.into_iter().enumerate() {
                 let (entry, packed) = match launch {
                     PackLaunch::Full => ("pack_tiles", 8),
-                    PackLaunch::SkipTop => ("pack_tiles", bands - 1),
+                    PackLaunch::SkipTop => ("pack_tiles", top),
                     PackLaunch::Compact => ("pack_tiles_compact", 8),
                 };
                 let mut constants = edges.to_vec();
