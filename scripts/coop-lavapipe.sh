@@ -2,7 +2,7 @@
 # Runs the GPU tests against a software adapter WITH cooperative matrices: the lavapipe of Mesa
 # 26.2 (Debian sid) offers 8x8x8 f16→f32 ones, which `shaders/gemm_coop.wgsl` runs as `gemm_coop8`
 # (Debian 12's Mesa 22.3, CI's main adapter, offers none). Builds a minimal sid root once with
-# debootstrap (root only; about two minutes and 300 MB, all from Debian's package registry) at
+# debootstrap (root only; about a minute and 550 MB, all from Debian's package registry) at
 # $FDSR_SID (default /opt/fdsr-sid), then runs test binaries built here inside it (a newer glibc
 # runs them unchanged), with this checkout bind-mounted at the same path.
 #
@@ -31,6 +31,7 @@ setup() {
   chroot "$root" apt-get -q -o Acquire::Check-Valid-Until=false update || return 1
   chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
     mesa-vulkan-drivers libvulkan1 || return 1
+  chroot "$root" apt-get clean
 }
 if [ ! -e "$root/usr/share/vulkan/icd.d/lvp_icd.json" ]; then
   if ! setup > "${TMPDIR:-/tmp}/fdsr-sid-setup.log" 2>&1; then
