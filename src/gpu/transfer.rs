@@ -1,6 +1,7 @@
 //! Transfer accounting: bytes uploaded to and read back from the device, the times the host
-//! waited for it, the compute passes recorded and the command buffers submitted. These are what a real GPU pays for and a
-//! software adapter hides (there host and device share memory), so tests assert on them.
+//! waited for it, the compute passes recorded and the command buffers submitted. These are what
+//! a real GPU pays for and a software adapter hides (there host and device share memory), so
+//! tests assert on them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -91,9 +91,9 @@ pub async fn select_compute(ctx: &GpuContext, compute: Compute) -> Result<Comput
         }
     };
     if compute == Compute::Auto {
-        let (coop, fp32) = match (time_products(ctx, path).await, time_products(ctx, ComputePath::Fp32).await) {
-            (Ok(coop), Ok(fp32)) => (coop, fp32),
-            (Err(e), _) | (_, Err(e)) => {
+        let (coop, fp32) = match time_both(ctx, path).await {
+            Ok(times) => times,
+            Err(e) => {
                 report.note = Some(format!("cooperative matrices not timed, using fp32: {e}"));
                 return Ok(report);
             }
@@ -124,32 +124,40 @@ const TIMED: ConvGeom = ConvGeom { batch: 32, cin: 32, h: 32, w: 32, cout: 32, k
 /// Timed rounds per path after a warm-up; the median counts.
 const TIMED_ROUNDS: usize = 3;
 
-/// Median seconds of one round of [`TIMED`]'s three products on `path` (one submit and one wait
-/// each), measured by the host. Native only, as cooperative matrices are (it waits for the
-/// device). Leaves the path at fp32.
-async fn time_products(ctx: &GpuContext, path: ComputePath) -> Result<f64> {
-    ctx.set_compute_path(path)?;
-    let t = time_rounds(ctx).await;
-    ctx.set_compute_path(ComputePath::Fp32)?;
-    t
-}
-
-async fn time_rounds(ctx: &GpuContext) -> Result<f64> {
+/// Median seconds of one round of [`TIMED`]'s three products on `path`, then on fp32, on the
+/// same operands (uploaded once). Leaves the path at fp32.
+async fn time_both(ctx: &GpuContext, path: ComputePath) -> Result<(f64, f64)> {
     let mut rng = SplitMix64::new(0x71_3ed);
     let g = TIMED;
     let mut up = |shape: &[usize], scale: f32| {
         Tensor::from_slice(ctx, &values(&mut rng, shape.iter().product(), scale), shape, Category::Workspace)
     };
-    let (x, w, dy) = (up(&[g.batch, g.cin, g.h, g.w], 1.0)?, up(&g.weight_shape(), 0.1)?, up(&g.out_shape(), 1e-3)?);
+    let ops = [up(&[g.batch, g.cin, g.h, g.w], 1.0)?, up(&g.weight_shape(), 0.1)?, up(&g.out_shape(), 1e-3)?];
+    let coop = time_products(ctx, path, &ops).await?;
+    Ok((coop, time_products(ctx, ComputePath::Fp32, &ops).await?))
+}
+
+/// Median seconds of one round of [`TIMED`]'s three products of `[x, w, dy]` on `path` (one
+/// submit and one wait each), measured by the host. Native only, as cooperative matrices are (it
+/// waits for the device). Leaves the path at fp32.
+async fn time_products(ctx: &GpuContext, path: ComputePath, ops: &[Tensor; 3]) -> Result<f64> {
+    ctx.set_compute_path(path)?;
+    let t = time_rounds(ctx, ops).await;
+    ctx.set_compute_path(ComputePath::Fp32)?;
+    t
+}
+
+async fn time_rounds(ctx: &GpuContext, [x, w, dy]: &[Tensor; 3]) -> Result<f64> {
+    let g = TIMED;
     let mut rounds = Vec::with_capacity(TIMED_ROUNDS);
     for round in 0..=TIMED_ROUNDS {
         let t = std::time::Instant::now();
         ctx.scoped("compute timing", || -> Result<()> {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
-            super::conv2d_forward(ctx, &mut enc, &x, &w, None, g.stride, g.pad)?;
-            super::conv2d_backward_data(ctx, &mut enc, &g, &dy, &w)?;
+            super::conv2d_forward(ctx, &mut enc, x, w, None, g.stride, g.pad)?;
+            super::conv2d_backward_data(ctx, &mut enc, &g, dy, w)?;
             let dw = Tensor::uninit(ctx, &g.weight_shape(), Category::Workspace);
-            super::conv2d_backward_weight(ctx, &mut enc, &g, &dy, &x, &dw)?;
+            super::conv2d_backward_weight(ctx, &mut enc, &g, dy, x, &dw)?;
             ctx.submit(enc);
             ctx.wait_for_device()
         })
