@@ -116,7 +116,7 @@ pub const SHADERS: &[ShaderInfo] = &[
     shader("gemm", include_str!("../shaders/gemm.wgsl"), Prelude::Gemm, "urrrw"),
     shader("gemm_coop", GEMM_COOP, Prelude::GemmCoop { fragment: 16 }, "urrrwr"),
     shader("gemm_coop8", GEMM_COOP, Prelude::GemmCoop { fragment: 8 }, "urrrwr"),
-    shader("gemm_scale", include_str!("../shaders/gemm_scale.wgsl"), Prelude::Scale, "urw"),
+    shader("gemm_scale", include_str!("../shaders/gemm_scale.wgsl"), Prelude::Scale, "urrw"),
     shader("ops_elementwise", include_str!("../shaders/ops_elementwise.wgsl"), Prelude::None, "urrww"),
     shader("ops_pool", include_str!("../shaders/ops_pool.wgsl"), Prelude::None, "urrww"),
     shader("ops_bn", OPS_BN, Prelude::Reduce, "urrrrrwww"),

@@ -116,16 +116,20 @@ const GEOMS: [ConvGeom; 4] = [
     ConvGeom { batch: 4, cin: 3, h: 32, w: 32, cout: 16, ksize: 3, stride: 1, pad: 1 },
 ];
 
-/// Runs `f` on the coop path and on fp32; returns both results.
+/// Runs `f` (one product) on the coop path and on fp32; returns both results. The coop path
+/// records one dispatch more than fp32's: the abs-max of both operands.
 fn both(ctx: &GpuContext, path: ComputePath, f: &dyn Fn(&mut wgpu::CommandEncoder) -> Tensor) -> (Vec<f32>, Vec<f32>) {
-    let mut out = Vec::new();
+    let (mut out, mut dispatches) = (Vec::new(), Vec::new());
     for p in [path, ComputePath::Fp32] {
         ctx.set_compute_path(p).unwrap();
         let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let before = ctx.transfer_counts();
         let t = f(&mut enc);
+        dispatches.push(ctx.transfer_counts().since(&before).dispatches);
         ctx.queue.submit([enc.finish()]);
         out.push(read(ctx, &t));
     }
+    assert_eq!(dispatches[0], dispatches[1] + 1, "coop against fp32 dispatches");
     let fp32 = out.pop().unwrap();
     (out.pop().unwrap(), fp32)
 }
@@ -213,26 +217,32 @@ fn coop_kernel_matches_the_reference_where_offered() {
     check("linear dw", dw, &rdw);
 }
 
-/// The abs-max behind the coop kernel's scales (it runs anywhere): the bits of max |x| over the
-/// first `len` values only, over many workgroups, accumulated into its slot of a cleared buffer.
+/// The abs-max behind the coop kernel's scales (it runs anywhere): in one dispatch, the bits of
+/// max |a| and max |b| over the first `len` values of each only, over many workgroups,
+/// accumulated into slots 0 and 1 of a cleared buffer.
 #[test]
-fn absmax_finds_the_largest_magnitude_of_the_operand() {
+fn absmax_finds_the_largest_magnitude_of_each_operand() {
     let Some(ctx) = common::gpu() else { return };
     let n = 300_000; // more than one workgroup's share (2048 values)
     let mut x: Vec<f32> = rand(n, 9).iter().map(|v| v * 1e-6).collect();
     x[123_457] = -3.5e-6; // the largest magnitude is negative
     x[n - 1] = 1.0; // past `len`: not counted
-    let xt = up(&ctx, &x, &[n]);
-    let scales = up(&ctx, &[7.0, 7.0], &[2]);
-    let mut enc = ctx.device.create_command_encoder(&Default::default());
-    enc.clear_buffer(scales.buffer(), 0, None);
-    gemm::record_absmax(&ctx, &mut enc, xt.buffer(), n - 1, scales.buffer(), 1).unwrap();
-    ctx.queue.submit([enc.finish()]);
-    let got = read(&ctx, &scales);
-    let want = x[..n - 1].iter().fold(0f32, |m, v| m.max(v.abs()));
-    assert_eq!(want, 3.5e-6);
-    assert_eq!(got[1].to_bits(), want.to_bits(), "slot 1");
-    assert_eq!(got[0].to_bits(), 0, "slot 0 stays cleared");
+    let small: Vec<f32> = vec![0.25, -0.5, 0.125, 9.0]; // one workgroup; the 9 is past its `len`
+    let (xt, st) = (up(&ctx, &x, &[n]), up(&ctx, &small, &[4]));
+    for (swap, slots) in [(false, [0, 1]), (true, [1, 0])] {
+        let scales = up(&ctx, &[7.0, 7.0], &[2]);
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        enc.clear_buffer(scales.buffer(), 0, None);
+        let (big, little) = ((xt.buffer() as &dyn fdsr::gpu::kernel::Bindable, n - 1), (st.buffer() as _, 3));
+        let ops = if swap { [little, big] } else { [big, little] };
+        gemm::record_absmax(&ctx, &mut enc, ops, scales.buffer()).unwrap();
+        ctx.queue.submit([enc.finish()]);
+        let got = read(&ctx, &scales);
+        let want = x[..n - 1].iter().fold(0f32, |m, v| m.max(v.abs()));
+        assert_eq!(want, 3.5e-6);
+        assert_eq!(got[slots[0]].to_bits(), want.to_bits(), "the long operand, slot {}", slots[0]);
+        assert_eq!(got[slots[1]].to_bits(), 0.5f32.to_bits(), "the short operand, slot {}", slots[1]);
+    }
     assert!(gemm::scale_groups(n - 1) > 1, "one workgroup only");
 }
 
@@ -255,7 +265,7 @@ fn the_kernels_scale_functions_match_the_host() {
             &mut enc,
             "gemm_scale",
             "scale_probe",
-            &[&qbuf, xt.buffer(), out.buffer()],
+            &[&qbuf, xt.buffer(), xt.buffer(), out.buffer()],
             groups,
         )
         .unwrap();

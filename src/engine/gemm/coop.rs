@@ -1,20 +1,22 @@
-//! The cooperative-matrix GEMM (`shaders/gemm_coop.wgsl`): per product, the abs-max of each
-//! operand tensor (`shaders/gemm_scale.wgsl`, into a two-word scales buffer the GEMM binds;
-//! nothing is read back), then the product over the same grid and plan as the fp32 kernel.
+//! The cooperative-matrix GEMM (`shaders/gemm_coop.wgsl`): per product, the abs-max of both
+//! operand tensors in one dispatch (`shaders/gemm_scale.wgsl`, into a two-word scales buffer the
+//! GEMM binds; nothing is read back), then the product over the same grid and plan as the fp32
+//! kernel.
 
 use super::{GemmParams, GemmPlan};
 use crate::engine::tensor::Tensor;
 use crate::error::Result;
-use crate::gpu::kernel::{dispatch, dispatch_with, uniform, Bindable};
+use crate::gpu::kernel::{dispatch_grid, dispatch_with, uniform, Bindable};
 use crate::gpu::{Category, GpuContext};
 
 /// Mirror of `ScaleParams` in `shaders/gemm_scale.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 struct ScaleParams {
-    len: u32,
-    slot: u32,
-    _pad: [u32; 2],
+    len_a: u32,
+    len_b: u32,
+    groups_a: u32,
+    _pad: u32,
 }
 
 /// Most workgroups one abs-max pass spreads over (each invocation then walks the rest).
@@ -53,24 +55,25 @@ pub fn unscale(c: f32, t: i32) -> f32 {
     c * 2f32.powi(h) * 2f32.powi(t - h)
 }
 
-/// Workgroups of an abs-max pass over `len` values.
+/// Workgroups of an abs-max pass over `len` values (per operand).
 pub fn scale_groups(len: usize) -> u32 {
     len.div_ceil(256 * 8).clamp(1, MAX_SCALE_GROUPS) as u32
 }
 
-/// Records `scales[slot] = max(scales[slot], bits of max |x|)` over the first `len` values of `x`
-/// (`scales` cleared beforehand holds the bits of the abs-max).
+/// Records, in one dispatch, `scales[0] = max(scales[0], bits of max |a|)` over the first `alen`
+/// values of `a` and the same for `b` into `scales[1]` (`scales` cleared beforehand then holds
+/// the bits of each operand's abs-max).
 pub fn record_absmax(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
-    x: &dyn Bindable,
-    len: usize,
+    [(a, alen), (b, blen)]: [(&dyn Bindable, usize); 2],
     scales: &dyn Bindable,
-    slot: u32,
 ) -> Result<()> {
-    let q = ScaleParams { len: len as u32, slot, ..Default::default() };
+    let groups_a = scale_groups(alen);
+    let q = ScaleParams { len_a: alen as u32, len_b: blen as u32, groups_a, _pad: 0 };
     let qbuf = uniform(ctx, "absmax", &q);
-    dispatch(ctx, enc, "gemm_scale", "absmax", &[&qbuf, x, scales], scale_groups(len))
+    let groups = groups_a + scale_groups(blen);
+    dispatch_grid(ctx, enc, "gemm_scale", "absmax", &[&qbuf, a, b, scales], [groups, 1, 1])
 }
 
 /// Records the scales of the product's operands and the product itself (partial sums into
@@ -90,8 +93,7 @@ pub(super) fn record(
     let scales = Tensor::uninit(ctx, &[2], Category::Workspace);
     enc.clear_buffer(scales.buffer(), 0, None);
     let (alen, blen) = operand_lens(entry, p);
-    record_absmax(ctx, enc, a, alen, &scales, 0)?;
-    record_absmax(ctx, enc, b, blen, &scales, 1)?;
+    record_absmax(ctx, enc, [(a, alen), (b, blen)], &scales)?;
     let constants = [("TM", plan.tm as f64), ("ROUNDS", f64::from(rounds))];
     let shader = if fragment == 8 { "gemm_coop8" } else { "gemm_coop" };
     dispatch_with(ctx, enc, (shader, entry, &constants[..]), &[pbuf, a, b, bias, out, &scales], grid)
