@@ -252,3 +252,34 @@ fn an_fdsr_segment_encodes_in_six_dispatches_and_decodes_in_one() {
     let (_, _, [encoded, decoded]) = round_trip_counted(&ctx, &x, &shape, "fdsr:budget=2,mask,grad", &opts);
     assert_eq!((encoded.dispatches, decoded.dispatches), (6, 1));
 }
+
+/// The pack launch is chosen twice: by the allocation kernel from the bits it picks (training)
+/// and by the host from known bits (`PackLaunch::for_bits`, the file path). Both write the same
+/// indirect grids, for every launch.
+#[test]
+fn the_device_picks_the_pack_launch_the_host_would() {
+    use fdsr::codec::resident::fdsr::{layout as region_layout, pack_args, Job, SegmentGeom};
+    let Some(ctx) = common::gpu() else { return };
+    let shape = [4, 8, 32, 32];
+    let input = storage_init(&ctx, "x", bytemuck::cast_slice(&relu_activation(shape, 70)));
+    let tables = fdsr::codec::tables::Tables::buffer(&ctx);
+    let g = SegmentGeom::new(0, 32, 32, 32);
+    let mut launches = std::collections::HashSet::new();
+    for policy in ["fdsr:budget=1", "fdsr:budget=4", "fdsr:bits=8,4,3,2", "fdsr:bits=8,4,3,0", "fdsr:bits=8,16,3,0"] {
+        let Policy::Fdsr(cfg) = policy.parse::<Policy>().unwrap() else { unreachable!("an fdsr policy") };
+        let layout = region_layout(&g, &cfg).unwrap();
+        let job = Job { ctx: &ctx, tables: &tables, g, layout, cfg: &cfg, opts: &CodecOptions::default() };
+        let region = storage_zeroed(&ctx, "region", layout.words * 4);
+        let (stats, acc) = (storage_zeroed(&ctx, "stats", layout::STAT_WORDS * 4), storage_zeroed(&ctx, "acc", 16));
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let a = job.analyze(&mut enc, &input).unwrap();
+        job.allocate(&mut enc, &a, &region, (&stats, &acc)).unwrap();
+        ctx.queue.submit([enc.finish()]);
+        let nb = cfg.band_edges.len() - 1;
+        let bits: Vec<u8> = words(&ctx, &region, nb as u64).iter().map(|&b| b as u8).collect();
+        let launch = PackLaunch::for_bits(&bits);
+        launches.insert(launch);
+        assert_eq!(words(&ctx, &a.pack_args, 9), pack_args(&g, launch), "{policy}: bits {bits:?}");
+    }
+    assert_eq!(launches.len(), PackLaunch::ALL.len(), "every launch was checked: {launches:?}");
+}
