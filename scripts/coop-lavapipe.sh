@@ -6,7 +6,8 @@
 # $FDSR_SID (default /opt/fdsr-sid), then runs test binaries built here inside it (a newer glibc
 # runs them unchanged), with this checkout bind-mounted at the same path.
 #
-#   scripts/coop-lavapipe.sh             the cooperative-matrix, GEMM and training tests
+#   scripts/coop-lavapipe.sh             the cooperative-matrix, GEMM and training tests, and a
+#                                        step with 512-bit vectors (a driver crash) on AVX-512
 #   scripts/coop-lavapipe.sh CMD...      any command there, from the checkout (e.g. target/release/fdsr
 #                                        bench train --model tiny)
 set -euo pipefail
@@ -83,3 +84,19 @@ for b in "${bins[@]}"; do
   fi
   grep -E "^test |cooperative|^test result" "$log"
 done
+# A driver that crashes compiling the tensor-core kernels must cost `--compute auto` the tensor
+# cores, not the run (src/bin/fdsr/coop_probe.rs). Mesa 26.2's lavapipe crashes so with 512-bit
+# vectors (subgroups of 16): where the CPU has AVX-512, a benchmark step runs there; it must end
+# well either way (fp32 after a crashed probe, or the self-check passed).
+if grep -qw avx512f /proc/cpuinfo; then
+  fdsr=$(cargo build --bin fdsr --message-format=json 2>/dev/null | grep -F '"kind":["bin"]' |
+    grep -o '"executable":"[^"]*"' | cut -d'"' -f4)
+  if ! in_sid env LP_NATIVE_VECTOR_WIDTH=512 "$fdsr" bench train --model tiny --batch 8 --steps 1 > "$log" 2>&1; then
+    cat "$log"
+    echo "coop-lavapipe: fdsr did not survive the 512-bit driver" >&2
+    exit 1
+  fi
+  grep -E "^(adapter|compute):" "$log"
+else
+  echo "512-bit driver check SKIPPED: this CPU has no AVX-512"
+fi

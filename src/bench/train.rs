@@ -119,6 +119,12 @@ impl BenchDevice {
     /// Selects the GEMM path `compute` asks for, then measures the rates on it.
     pub async fn select(ctx: &GpuContext, compute: Compute) -> Result<BenchDevice> {
         let report = gemm::select_compute(ctx, compute).await?.to_string();
+        Self::measure(ctx, compute, report)
+    }
+
+    /// Measures the rates on the path `ctx` takes, which `report` describes (where the caller
+    /// selected it itself).
+    pub fn measure(ctx: &GpuContext, compute: Compute, report: String) -> Result<BenchDevice> {
         Ok(BenchDevice { compute, report, rates: device_rates(ctx, 64, 1024)? })
     }
 }

@@ -181,7 +181,8 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         What::Smoke { .. } => {}
         What::Train { model, batch, steps, compute, policies, .. } => {
             let (model, compute) = (model.parse()?, compute.parse()?);
-            let device = pollster::block_on(fdsr::bench::train::BenchDevice::select(&ctx, compute))?;
+            let report = crate::coop_probe::select(&ctx, compute)?.to_string();
+            let device = fdsr::bench::train::BenchDevice::measure(&ctx, compute, report)?;
             let mut rows = Vec::new();
             for p in fdsr::codec::config::split_policies(policies) {
                 let policy = crate::saved_policy(&p)?;

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 mod aggregate;
 mod bench_cmd;
 mod compare_cmd;
+mod coop_probe;
 mod grad_cmd;
 mod inspect;
 mod pfq_report;
@@ -56,6 +57,9 @@ enum Cmd {
     /// Data sets.
     #[command(subcommand)]
     Data(DataCmd),
+    /// The cooperative-matrix self-check alone (run by the commands themselves, `coop_probe.rs`).
+    #[command(name = coop_probe::SUBCOMMAND, hide = true)]
+    CoopProbe,
 }
 
 #[derive(Subcommand)]
@@ -146,12 +150,13 @@ pub fn gpu() -> Result<GpuContext> {
 }
 
 /// A context whose matrix products take the path `compute` selects (under `auto`: cooperative
-/// matrices where offered and self-checked); the choice is said once on stderr, as a warning when
-/// the self-check failed. `fp32` does not even request the experimental feature.
+/// matrices where offered and self-checked, first in a probe process: `coop_probe.rs`); the
+/// choice is said once on stderr, as a warning when the self-check failed. `fp32` does not even
+/// request the experimental feature.
 pub fn gpu_for(compute: Compute) -> Result<GpuContext> {
     let opts = ContextOptions { no_cooperative_matrix: compute == Compute::Fp32, ..Default::default() };
     let ctx = pollster::block_on(GpuContext::with_options(opts))?;
-    let report = pollster::block_on(fdsr::engine::gemm::select_compute(&ctx, compute))?;
+    let report = coop_probe::select(&ctx, compute)?;
     if report.self_check_failed {
         eprintln!("warning: {report}");
     } else {
@@ -269,6 +274,7 @@ fn main() -> ExitCode {
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
         Cmd::GradError(a) => grad_cmd::run(a),
         Cmd::Data(DataCmd::Fetch { dataset, dir }) => fetch_cmd(dataset, dir.as_deref()),
+        Cmd::CoopProbe => return coop_probe::run(),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
