@@ -223,7 +223,13 @@ impl GpuContext {
     /// Submits the work recorded in `enc` (counted).
     pub fn submit(&self, enc: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
         self.transfers.submit();
-        self.queue.submit([enc.finish()])
+        let commands = enc.finish();
+        #[cfg(not(target_arch = "wasm32"))]
+        let start = std::time::Instant::now();
+        let index = self.queue.submit([commands]);
+        #[cfg(not(target_arch = "wasm32"))]
+        self.transfers.submit_time(start.elapsed());
+        index
     }
 
     /// Blocks until submitted work and map callbacks are done (natively; a no-op on the web,
@@ -231,6 +237,11 @@ impl GpuContext {
     pub fn wait_for_device(&self) -> Result<()> {
         self.transfers.host_wait();
         super::wait_for_map(&self.device)
+    }
+
+    /// Seconds the host has spent inside queue submissions so far (natively; 0 on the web).
+    pub fn seconds_in_submit(&self) -> f64 {
+        self.transfers.seconds_in_submit()
     }
 
     /// The transfer counters now ([`TransferCounts::since`] gives a window).

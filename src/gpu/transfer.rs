@@ -13,6 +13,9 @@ pub struct Transfers {
     host_waits: AtomicU64,
     dispatches: AtomicU64,
     submits: AtomicU64,
+    /// Nanoseconds the host spent inside queue submissions (natively; a driver may block there
+    /// until earlier work drains). A time, not a count: kept out of [`TransferCounts`].
+    submit_ns: AtomicU64,
 }
 
 /// A snapshot of the counters, or the difference of two snapshots.
@@ -77,6 +80,16 @@ impl Transfers {
     /// Counts one submitted command buffer.
     pub fn submit(&self) {
         self.submits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds the time one queue submission held the host.
+    pub fn submit_time(&self, d: std::time::Duration) {
+        self.submit_ns.fetch_add(d.as_nanos().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+    }
+
+    /// Seconds the host has spent inside queue submissions so far.
+    pub fn seconds_in_submit(&self) -> f64 {
+        self.submit_ns.load(Ordering::Relaxed) as f64 * 1e-9
     }
 
     /// The counters now.
