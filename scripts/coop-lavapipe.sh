@@ -67,11 +67,12 @@ if [ "$#" -gt 0 ]; then
   in_sid "$@"
   exit
 fi
+# The executables of kind $1 ("test", "bin") that cargo's JSON messages on stdin name.
+executables() { grep -F "\"kind\":[\"$1\"]" | grep -o '"executable":"[^"]*"' | cut -d'"' -f4; }
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
 # The profile and packages of scripts/test.sh's `cargo test --workspace`, whose build this reuses.
-mapfile -t bins < <(cargo test --workspace "${args[@]}" --no-run --message-format=json 2>/dev/null |
-  grep -F '"kind":["test"]' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4)
+mapfile -t bins < <(cargo test --workspace "${args[@]}" --no-run --message-format=json 2>/dev/null | executables test)
 [ "${#bins[@]}" -eq "${#tests[@]}" ] || { echo "coop-lavapipe: built ${#bins[@]} of ${#tests[@]} test binaries" >&2; exit 1; }
 log="$root/run/fdsr-tests.log"
 for b in "${bins[@]}"; do
@@ -89,8 +90,7 @@ done
 # vectors (subgroups of 16): where the CPU has AVX-512, a benchmark step runs there; it must end
 # well either way (fp32 after a crashed probe, or the self-check passed).
 if grep -qw avx512f /proc/cpuinfo; then
-  fdsr=$(cargo build --bin fdsr --message-format=json 2>/dev/null | grep -F '"kind":["bin"]' |
-    grep -o '"executable":"[^"]*"' | cut -d'"' -f4)
+  fdsr=$(cargo build --bin fdsr --message-format=json 2>/dev/null | executables bin)
   if ! in_sid env LP_NATIVE_VECTOR_WIDTH=512 "$fdsr" bench train --model tiny --batch 8 --steps 1 > "$log" 2>&1; then
     cat "$log"
     echo "coop-lavapipe: fdsr did not survive the 512-bit driver" >&2

@@ -119,14 +119,8 @@ pub struct BenchDevice {
 }
 
 impl BenchDevice {
-    /// Selects the GEMM path `compute` asks for, then measures the rates on it.
-    pub async fn select(ctx: &GpuContext, compute: Compute) -> Result<BenchDevice> {
-        let report = gemm::select_compute(ctx, compute).await?.to_string();
-        Self::measure(ctx, compute, report)
-    }
-
-    /// Measures the rates on the path `ctx` takes, which `report` describes (where the caller
-    /// selected it itself).
+    /// Measures the rates on the path `ctx` takes, which `report` (of
+    /// `engine::gemm::select_compute` for `compute`) describes.
     pub fn measure(ctx: &GpuContext, compute: Compute, report: String) -> Result<BenchDevice> {
         Ok(BenchDevice { compute, report, rates: device_rates(ctx, 64, 1024)? })
     }
@@ -170,13 +164,13 @@ pub async fn measure(
     let start = Instant::now();
     // Throughput as training runs: the host records each step while the device runs the last
     // one, and waits once, for the metrics after the last.
-    let (mut recording, submitting) = (0.0, ctx.seconds_in_submit());
+    let (mut recording, submitted_before) = (0.0, ctx.seconds_in_submit());
     for _ in 0..steps {
         let at = Instant::now();
         t.step(ctx, &x, &y, 0.05).await?;
         recording += at.elapsed().as_secs_f64();
     }
-    let submitting = ctx.seconds_in_submit() - submitting;
+    let submitting = ctx.seconds_in_submit() - submitted_before;
     t.read_metrics(ctx).await?;
     let secs = start.elapsed().as_secs_f64();
     let transfers = ctx.transfer_counts().since(&before);

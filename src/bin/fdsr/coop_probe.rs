@@ -56,35 +56,41 @@ pub fn crash(status: ExitStatus) -> Option<String> {
     })
 }
 
-/// Runs the probe process; `Some(why)` where it crashed (its last output lines included).
+/// Runs the probe process; `Some(why)` where it crashed (the last line it wrote to stderr
+/// included).
 fn probe() -> std::io::Result<Option<String>> {
     let exe = std::env::current_exe()?;
     let out = Command::new(exe).arg(SUBCOMMAND).stdin(Stdio::null()).output()?;
     Ok(crash(out.status).map(|why| {
         let text = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        match tail.last() {
+        match text.lines().rfind(|l| !l.trim().is_empty()) {
             Some(last) => format!("{why}; its last words: {last}"),
             None => why,
         }
     }))
 }
 
+/// Why a probe process crashed where `ctx` could take cooperative matrices under `compute`;
+/// `None` where no probe was needed or it finished.
+fn probe_crash(ctx: &GpuContext, compute: Compute) -> Option<String> {
+    if compute == Compute::Fp32 || ctx.coop_path().is_err() {
+        return None;
+    }
+    probe().unwrap_or_else(|e| {
+        eprintln!("warning: the cooperative-matrix probe process did not start ({e}); self-checking in this one");
+        None
+    })
+}
+
 /// [`select_compute`] for `compute` on `ctx`, after a probe process where `ctx` could take
 /// cooperative matrices: where that crashed, fp32 under `auto` (the report says why) and an
 /// error under `coop`.
 pub fn select(ctx: &GpuContext, compute: Compute) -> Result<ComputeReport> {
-    if compute == Compute::Fp32 || ctx.coop_path().is_err() {
-        return pollster::block_on(select_compute(ctx, compute));
-    }
-    let why = probe().unwrap_or_else(|e| {
-        eprintln!("warning: the cooperative-matrix probe process did not start ({e}); self-checking in this one");
-        None
-    });
-    let Some(why) = why else { return pollster::block_on(select_compute(ctx, compute)) };
+    let Some(why) = probe_crash(ctx, compute) else { return pollster::block_on(select_compute(ctx, compute)) };
     let why = format!("cooperative matrices crashed a probe process running their self-check ({why})");
     if compute == Compute::Coop {
-        return Err(FdsrError::Gpu { stage: "compute path".into(), message: format!("--compute coop: {why}") });
+        let message = format!("--compute coop on {}: {why}", ctx.adapter_description());
+        return Err(FdsrError::Gpu { stage: "compute path".into(), message });
     }
     ctx.set_compute_path(ComputePath::Fp32)?;
     Ok(ComputeReport { asked: compute, path: ComputePath::Fp32, note: Some(why), self_check_failed: true })
