@@ -19,6 +19,8 @@ def load(path):
     """The F32 tensors of a safetensors file (name -> (shape, values)) and its metadata."""
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
+        if n > Path(path).stat().st_size - 8:
+            raise ValueError("its header length runs past the end of the file")
         header = json.loads(f.read(n))
         tensors = {}
         for name, t in header.items():
@@ -53,7 +55,10 @@ def main(paths):
         sys.exit(__doc__)
     for p in map(Path, paths):
         file = p / "checkpoint.safetensors" if p.is_dir() else p
-        tensors, meta = load(file)
+        try:
+            tensors, meta = load(file)
+        except (OSError, ValueError, KeyError, struct.error) as e:
+            sys.exit(f"{file}: not a readable safetensors checkpoint ({e})")
         print(f"{file} (step {meta.get('step', '?')})")
         print("| conv | mean channel norm | DC share of the energy | running var median | running var max |")
         print("|---|---:|---:|---:|---:|")
