@@ -22,6 +22,8 @@ def load(path):
         if n > Path(path).stat().st_size - 8:
             raise ValueError("its header length runs past the end of the file")
         header = json.loads(f.read(n))
+        if not isinstance(header, dict):
+            raise ValueError("its header is not a JSON object")
         tensors = {}
         for name, t in header.items():
             if name == "__metadata__" or t["dtype"] != "F32":
@@ -65,7 +67,8 @@ def main(paths):
         for name in sorted(n for n in tensors if n.endswith("conv.weight") and len(tensors[n][0]) == 4):
             norm, dc = filters(*tensors[name])
             layer = name[: -len("conv.weight")]
-            rv = sorted(tensors.get(f"{layer}bn.running_var", ([], array("f")))[1])
+            _, running_var = tensors.get(f"{layer}bn.running_var", (None, []))
+            rv = sorted(running_var)
             med, top = (f"{rv[len(rv) // 2]:.3g}", f"{rv[-1]:.3g}") if rv else ("–", "–")
             print(f"| {name} | {norm:.3f} | {dc:.3f} | {med} | {top} |")
 
