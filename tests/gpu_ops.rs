@@ -148,7 +148,8 @@ fn batchnorm_case(ctx: &GpuContext, s: [usize; 4], seed: u64, relu: bool, what: 
     };
     let ts: Vec<Tensor> =
         [&bn.gamma, &bn.beta, &bn.running_mean, &bn.running_var].iter().map(|v| up(ctx, v, &[c])).collect();
-    let p = BnParams { gamma: &ts[0], beta: &ts[1], running_mean: &ts[2], running_var: &ts[3] };
+    let p =
+        BnParams { gamma: &ts[0], beta: &ts[1], running_mean: &ts[2], running_var: &ts[3], momentum: rt::BN_MOMENTUM };
     let (xt, dyt) = (up(ctx, &x, &s), up(ctx, &dy, &s));
     let (dg, db) = (Tensor::uninit(ctx, &[c], Category::Gradients), Tensor::uninit(ctx, &[c], Category::Gradients));
     let mut e = enc(ctx);
@@ -357,7 +358,7 @@ fn shape_errors_are_reported() {
     let logits = up(&ctx, &rand(12, 3), &[2, 6]);
     assert!(ops::cross_entropy_forward(&ctx, &mut e, &logits, &lab).is_err(), "label 7 of 6 classes");
     let c = up(&ctx, &[1.0; 3], &[3]);
-    let p = BnParams { gamma: &y, beta: &c, running_mean: &c, running_var: &c };
+    let p = BnParams { gamma: &y, beta: &c, running_mean: &c, running_var: &c, momentum: rt::BN_MOMENTUM };
     assert!(ops::batchnorm_train_forward(&ctx, &mut e, &x, &p, false).is_err(), "gamma [6] for 3 channels");
     let h = SgdParams { lr: 0.1, momentum: 0.9, weight_decay: 0.0, nesterov: false };
     assert!(ops::sgd_step(&ctx, &mut e, &y, &y, None, h).is_err(), "momentum without a buffer");

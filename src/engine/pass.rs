@@ -19,9 +19,22 @@ pub struct Pass<'a> {
     pub train: bool,
     /// Quantized-compute simulation of this step (`None`: full precision).
     pub quant: Option<&'a QuantPlan>,
+    /// In an evaluation pass, `Some(m)` recalibrates batch norm: each normalizes with its batch
+    /// statistics and moves its running statistics by `m` (`Trainer::recalibrate_bn`).
+    pub recalibrate: Option<f32>,
 }
 
-impl Pass<'_> {
+impl<'a> Pass<'a> {
+    /// A training pass (batch statistics, saves for the backward).
+    pub fn training(
+        ctx: &'a GpuContext,
+        enc: &'a mut wgpu::CommandEncoder,
+        saved: &'a mut SavedActivations,
+        quant: Option<&'a QuantPlan>,
+    ) -> Self {
+        Pass { ctx, enc, saved, train: true, quant, recalibrate: None }
+    }
+
     /// Keeps `t` for the backward of `layer` in `slot` and records its encoding at once, so the
     /// fp32 form lives no longer than the op that saved it needs it.
     pub fn save(&mut self, layer: usize, slot: u8, name: &str, t: &Tensor, kind: Kind) -> Result<()> {

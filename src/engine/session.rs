@@ -132,6 +132,13 @@ impl Session {
         Ok(t.precision.check(val_loss))
     }
 
+    /// Recalibrates the batch-norm running statistics on `batches` batches of the training
+    /// images ([`Trainer::recalibrate_bn`]); returns the images used.
+    pub async fn recalibrate_bn(&mut self, ctx: &GpuContext, batches: usize) -> Result<usize> {
+        let (norm, batch) = (self.norm, self.config().batch);
+        self.trainer.recalibrate_bn(ctx, &self.train, norm, batch, batches).await
+    }
+
     /// Takes the next training step and returns the learning rate it used.
     pub async fn step(&mut self, ctx: &GpuContext) -> Result<f32> {
         let (x, y) = self.next_batch()?;

@@ -262,7 +262,7 @@ impl Trainer {
         let layers = self.model.layer_count();
         let mut h = x;
         for i in 0..layers {
-            h = self.model.forward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, h)?;
+            h = self.model.forward_layer(i, &mut Pass::training(ctx, enc, store, quant), h)?;
         }
         let out = ops::cross_entropy_forward(ctx, enc, &h, y)?;
         if count {
@@ -270,7 +270,7 @@ impl Trainer {
         }
         let mut d = ops::cross_entropy_backward(ctx, enc, &out.probs, y)?;
         for i in (0..layers).rev() {
-            match self.model.backward_layer(i, &mut Pass { ctx, enc, saved: store, train: true, quant }, d)? {
+            match self.model.backward_layer(i, &mut Pass::training(ctx, enc, store, quant), d)? {
                 Some(g) => d = g,
                 None => break,
             }
@@ -303,6 +303,42 @@ impl Trainer {
         Ok(m)
     }
 
+    /// Recalibrates the batch-norm running statistics ("precise batch norm"): forward passes,
+    /// nothing saved, over `batches` batches of `batch` images spread evenly over `data` (all of
+    /// it when it has fewer; no augmentation), each batch norm normalizing with its batch
+    /// statistics and ending with the image-weighted mean of its batch means and unbiased
+    /// variances in place of the running averages training left. Those lag when a layer's
+    /// statistics move quickly (short runs; compressed training can widen a channel's
+    /// variance a hundredfold within an epoch); evaluation reads what this leaves. Returns the
+    /// images used (0 and nothing changed when `batches` is 0). Weights and the step stay as they
+    /// are; quantized-compute runs use the next step's bits, as [`Self::evaluate`] does.
+    pub async fn recalibrate_bn(
+        &mut self,
+        ctx: &GpuContext,
+        data: &Dataset,
+        norm: Normalization,
+        batch: usize,
+        batches: usize,
+    ) -> Result<usize> {
+        let n = batches.saturating_mul(batch.max(1)).min(data.len());
+        let idx: Vec<usize> = (0..n).map(|i| i * data.len() / n.max(1)).collect();
+        let plan = self.precision.plan(self.config.seed as u32, self.step);
+        let quant = plan.as_ref();
+        let mut seen = 0;
+        for chunk in idx.chunks(batch.max(1)) {
+            let (images, labels) = make_batch(data, chunk, norm, None)?;
+            let (x, _) = upload_batch(ctx, &images, &labels)?;
+            let recalibrate = Some(chunk.len() as f32 / (seen + chunk.len()) as f32);
+            let (model, saved) = (&mut self.model, &mut self.saved);
+            record(ctx, "recalibrate batch norm", |enc| {
+                model.forward(&mut Pass { ctx, enc, saved, train: false, quant, recalibrate }, x).map(drop)
+            })
+            .await?;
+            seen += chunk.len();
+        }
+        Ok(seen)
+    }
+
     /// Loss and accuracy of the model (running batch-norm statistics) on all of `data`.
     pub async fn evaluate(
         &mut self,
@@ -321,7 +357,7 @@ impl Trainer {
             let (x, y) = upload_batch(ctx, &images, &labels)?;
             let (model, saved) = (&mut self.model, &mut self.saved);
             record(ctx, "evaluate", |enc| {
-                let logits = model.forward(&mut Pass { ctx, enc, saved, train: false, quant }, x)?;
+                let logits = model.forward(&mut Pass { ctx, enc, saved, train: false, quant, recalibrate: None }, x)?;
                 let out = ops::cross_entropy_forward(ctx, enc, &logits, &y)?;
                 ops::accumulate_metrics(ctx, enc, &out, &sums)
             })

@@ -75,6 +75,12 @@ pub struct TrainArgs {
     /// none); evaluated at epoch ends and read by fractrain-pfq's plateau rule under signal=val.
     #[arg(long, default_value_t = 0)]
     pub(crate) val: usize,
+    /// Before each epoch-end evaluation, recalibrate the batch-norm running statistics on this
+    /// many batches of training images spread over the set ("precise batch norm": the mean of
+    /// their batch statistics in place of training's running averages, which lag when
+    /// statistics move fast; costs a forward pass per batch). 0: the running averages.
+    #[arg(long, default_value_t = 0)]
+    bn_recalibrate: usize,
     /// Random shifts (±2 px) and horizontal flips of training images.
     #[arg(long)]
     augment: bool,
@@ -289,6 +295,7 @@ pub(crate) fn train_run(
             (window_steps, window, window_transfers) = (0, Instant::now(), ctx.transfer_counts());
         }
         if epoch_end {
+            pollster::block_on(s.recalibrate_bn(ctx, a.bn_recalibrate))?;
             let t = pollster::block_on(s.trainer.evaluate(ctx, test, s.norm, a.batch))?;
             let v =
                 val.as_ref().map(|v| pollster::block_on(s.trainer.evaluate(ctx, v, s.norm, a.batch))).transpose()?;
@@ -317,7 +324,7 @@ pub(crate) fn train_run(
     bar.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();
     let mut summary = json!({ "kind": "summary", "model": s.config().model.to_string(), "dataset": dataset.to_string(),
-        "policy": policy, "seed": s.config().seed, "epochs": s.config().epochs, "steps": s.trainer.step, "train_images": s.train.len(),
+        "policy": policy, "seed": s.config().seed, "epochs": s.config().epochs, "bn_recalibrate": a.bn_recalibrate, "steps": s.trainer.step, "train_images": s.train.len(),
         "test_accuracy": test_m.map(|t| t.accuracy), "test_loss": test_m.map(|t| t.loss),
         "val_images": val.as_ref().map(Dataset::len), "val_accuracy": val_m.map(|v: Metrics| v.accuracy),
         "val_loss": val_m.map(|v| v.loss), "last": last,

@@ -65,6 +65,10 @@ pub struct BnParams<'a> {
     pub running_mean: &'a Tensor,
     /// Running unbiased variance (updated in place by the training forward).
     pub running_var: &'a Tensor,
+    /// How far the training forward moves the running statistics toward the batch's, in (0, 1]:
+    /// [`BN_MOMENTUM`] while training; `b / (seen + b)` for a batch of `b` images after `seen`
+    /// makes them the image-weighted mean over a recalibration's batches.
+    pub momentum: f32,
 }
 
 /// What the training forward saves besides its input: the batch statistics and the scale.
@@ -103,7 +107,6 @@ fn geometry(ctx: &GpuContext, x: &Tensor, what: &str) -> Result<BnGpuParams> {
         hw: (h * w) as u32,
         m: m as u32,
         total: x.numel() as u32,
-        momentum: BN_MOMENTUM,
         eps: BN_EPS,
         unbias: (m as f64 / (m as f64 - 1.0)) as f32,
         chunk: chunk as u32,
@@ -116,7 +119,11 @@ fn check_params(bn: &BnParams, c: usize) -> Result<()> {
     expect_shape(bn.gamma, &[c], "batch norm gamma")?;
     expect_shape(bn.beta, &[c], "batch norm beta")?;
     expect_shape(bn.running_mean, &[c], "batch norm running mean")?;
-    expect_shape(bn.running_var, &[c], "batch norm running var")
+    expect_shape(bn.running_var, &[c], "batch norm running var")?;
+    if !(bn.momentum > 0.0 && bn.momentum <= 1.0) {
+        return Err(FdsrError::InvalidConfig(format!("batch norm momentum {} is not in (0, 1]", bn.momentum)));
+    }
+    Ok(())
 }
 
 /// Binds `x, src0..3, dst0..2` (`None`: an unused slot) and records `entry` over `grid`.
@@ -188,7 +195,7 @@ fn apply(
 /// Training forward of `x [N, C, H, W]`: batch mean and biased variance per channel,
 /// `y = gamma·(x − mean)·invstd + beta`, and with `relu` also `y = max(y, 0)` and the mask of
 /// its positive values (as [`super::relu_forward`] keeps it); running mean and unbiased variance
-/// move by [`BN_MOMENTUM`]. The caller keeps `x` for the backward.
+/// move by `bn.momentum`. The caller keeps `x` for the backward.
 pub fn batchnorm_train_forward(
     ctx: &GpuContext,
     enc: &mut wgpu::CommandEncoder,
@@ -198,6 +205,7 @@ pub fn batchnorm_train_forward(
 ) -> Result<(Tensor, BnSaved, Option<BitMask>)> {
     let mut p = geometry(ctx, x, "batch norm")?;
     p.relu = u32::from(relu);
+    p.momentum = bn.momentum;
     let c = p.c as usize;
     check_params(bn, c)?;
     let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::SavedActivations) };

@@ -254,10 +254,8 @@ impl Trainer {
         let mut rec = SavedActivations::recorder();
         for i in 0..self.model.layer_count() {
             let model = &mut self.model;
-            h = record(ctx, "plan", |enc| {
-                model.forward_layer(i, &mut Pass { ctx, enc, saved: &mut rec, train: true, quant }, h)
-            })
-            .await?;
+            h = record(ctx, "plan", |enc| model.forward_layer(i, &mut Pass::training(ctx, enc, &mut rec, quant), h))
+                .await?;
         }
         record(ctx, "plan restore", |enc| restore_state(enc, &kept)).await?;
         let label = Policy::Fdsr(cfg).to_string();
