@@ -63,7 +63,8 @@ fn a_run_writes_metrics_checkpoint_and_summary_and_resumes() {
     let (metrics, ck) = (data.join("m.jsonl"), data.join("ck"));
     let (d, m, c) = (data.to_str().unwrap(), metrics.to_str().unwrap(), ck.to_str().unwrap());
     let base = ["train", "--model", "tiny", "--data-dir", d, "--epochs", "2", "--batch", "8", "--quiet"];
-    let base = [&base[..], &["--policy", "fdsr:ratio=8,mask,grad", "--probe-every", "3"]].concat();
+    let base =
+        [&base[..], &["--policy", "fdsr:ratio=8,mask,grad", "--probe-every", "3", "--bn-recalibrate", "2"]].concat();
     let mut args = base.to_vec();
     args.extend(["--metrics", m, "--checkpoint", c, "--log-every", "2", "--layers-every", "4"]);
     let out = fdsr(&args);
@@ -74,7 +75,7 @@ fn a_run_writes_metrics_checkpoint_and_summary_and_resumes() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(summary["kind"], "summary");
-    assert_eq!(summary["steps"], 8);
+    assert_eq!((&summary["steps"], &summary["bn_recalibrate"]), (&8.into(), &2.into()));
     assert!(summary["test_accuracy"].as_f64().is_some_and(|a| (0.0..=1.0).contains(&a)));
     let lines: Vec<serde_json::Value> =
         std::fs::read_to_string(&metrics).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
