@@ -41,7 +41,8 @@ pub async fn read_activation(
         .scoped("inspect", || {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             for i in 0..=layer {
-                let mut p = Pass { ctx, enc: &mut enc, saved: &mut t.saved, train: false, quant: None };
+                let mut p =
+                    Pass { ctx, enc: &mut enc, saved: &mut t.saved, train: false, quant: None, recalibrate: None };
                 h = t.model.forward_layer(i, &mut p, h.clone())?;
             }
             ctx.queue.submit([enc.finish()]);
