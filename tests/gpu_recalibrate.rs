@@ -13,7 +13,7 @@ use fdsr::engine::batch::{make_batch, Normalization};
 use fdsr::engine::ops::{self, BnParams};
 use fdsr::engine::optim::{OptConfig, OptKind, Schedule};
 use fdsr::engine::{ModelName, TrainConfig, Trainer};
-use fdsr::gpu::Compute;
+use fdsr::gpu::{Category, Compute};
 use fdsr::reference::conv::{conv2d_forward, ConvGeom};
 use fdsr::GpuContext;
 
@@ -99,10 +99,17 @@ fn recalibration_replaces_running_statistics_and_nothing_else() {
 
     // Batches of 12, 12 and 8 images (36 asked, 32 there), weighted by images: the first batch
     // norm's statistics are those of the first conv's output, computed here.
+    // It holds no more saved activations than an evaluation of the same batches does.
+    let saved_peak = || ctx.pool.report().peak.get(&Category::SavedActivations).copied();
+    ctx.pool.reset_peaks();
+    pollster::block_on(t.evaluate(&ctx, &data, norm, 12)).unwrap();
+    let evaluation = saved_peak();
+    ctx.pool.reset_peaks();
     let before = ctx.transfer_counts();
     assert_eq!(pollster::block_on(t.recalibrate_bn(&ctx, &data, norm, 12, 3)).unwrap(), 32);
     let counts = ctx.transfer_counts().since(&before);
     assert_eq!((counts.read_back, counts.host_waits), (0, 0), "recalibration reads nothing back");
+    assert_eq!(saved_peak(), evaluation, "recalibration saves nothing");
     let once = running(&ctx, &t);
     assert!(once != trained, "the running statistics are replaced");
     let mut w = Vec::new();

@@ -289,13 +289,13 @@ impl Layer for BatchNorm2d {
             running_var: &self.running_var.value,
             momentum: p.recalibrate.unwrap_or(ops::BN_MOMENTUM),
         };
-        if !p.train && p.recalibrate.is_none() {
-            return ops::batchnorm_eval_forward(p.ctx, p.enc, &x, &bn, self.relu.is_some());
+        if !p.train {
+            return match p.recalibrate {
+                None => ops::batchnorm_eval_forward(p.ctx, p.enc, &x, &bn, self.relu.is_some()),
+                Some(_) => ops::batchnorm_recalibrate_forward(p.ctx, p.enc, &x, &bn, self.relu.is_some()),
+            };
         }
         let (y, stats, mask) = ops::batchnorm_train_forward(p.ctx, p.enc, &x, &bn, self.relu.is_some())?;
-        if !p.train {
-            return Ok(y);
-        }
         p.save(self.id, 0, &format!("{}.input", self.name), &x, Kind::Dense)?;
         self.stats = Some(stats.clone());
         match (&mut self.relu, mask) {

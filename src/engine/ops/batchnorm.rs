@@ -203,12 +203,36 @@ pub fn batchnorm_train_forward(
     bn: &BnParams,
     relu: bool,
 ) -> Result<(Tensor, BnSaved, Option<BitMask>)> {
+    batch_forward(ctx, enc, x, bn, relu, Category::SavedActivations)
+}
+
+/// The training forward's output alone, for a recalibration pass ([`BnParams::momentum`]):
+/// normalized by the batch statistics, running statistics moved, nothing kept (workspace, as
+/// an evaluation's outputs).
+pub fn batchnorm_recalibrate_forward(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    x: &Tensor,
+    bn: &BnParams,
+    relu: bool,
+) -> Result<Tensor> {
+    Ok(batch_forward(ctx, enc, x, bn, relu, Category::Workspace)?.0)
+}
+
+fn batch_forward(
+    ctx: &GpuContext,
+    enc: &mut wgpu::CommandEncoder,
+    x: &Tensor,
+    bn: &BnParams,
+    relu: bool,
+    category: Category,
+) -> Result<(Tensor, BnSaved, Option<BitMask>)> {
     let mut p = geometry(ctx, x, "batch norm")?;
     p.relu = u32::from(relu);
     p.momentum = bn.momentum;
     let c = p.c as usize;
     check_params(bn, c)?;
-    let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], Category::SavedActivations) };
+    let s = BnSaved { stats: Tensor::uninit(ctx, &[3, c], category) };
     let finish = [Some(&s.stats), Some(bn.running_mean), Some(bn.running_var)];
     let gamma: Option<&Tensor> = Some(bn.gamma);
     if p.chunks == 1 {
@@ -222,7 +246,7 @@ pub fn batchnorm_train_forward(
         let reads = [None, Some(&part), None, None, gamma];
         record(ctx, enc, "bn_stats_finish", &p, reads, finish, [p.c, 1, 1])?;
     }
-    let (y, mask) = apply(ctx, enc, (x, bn, &s), &p, Category::SavedActivations)?;
+    let (y, mask) = apply(ctx, enc, (x, bn, &s), &p, category)?;
     Ok((y, s, mask))
 }
 

@@ -18,8 +18,8 @@ pub mod optim;
 pub mod pool;
 
 pub use batchnorm::{
-    batchnorm_backward, batchnorm_eval_forward, batchnorm_reapply, batchnorm_train_forward, BnParams, BnSaved,
-    BN_MOMENTUM,
+    batchnorm_backward, batchnorm_eval_forward, batchnorm_reapply, batchnorm_recalibrate_forward,
+    batchnorm_train_forward, BnParams, BnSaved, BN_MOMENTUM,
 };
 pub use elementwise::{add, add_into, add_relu, mask_clamp, positive_mask, relu_backward, relu_forward, BitMask};
 pub use fakequant::{fake_quant, min_max, quantize, Bits};
