@@ -321,22 +321,18 @@ impl Trainer {
         batches: usize,
     ) -> Result<usize> {
         let n = batches.saturating_mul(batch.max(1)).min(data.len());
-        let idx: Vec<usize> = (0..n).map(|i| i * data.len() / n.max(1)).collect();
-        let plan = self.precision.plan(self.config.seed as u32, self.step);
-        let quant = plan.as_ref();
-        let mut seen = 0;
-        for chunk in idx.chunks(batch.max(1)) {
-            let (images, labels) = make_batch(data, chunk, norm, None)?;
-            let (x, _) = upload_batch(ctx, &images, &labels)?;
-            let recalibrate = Some(chunk.len() as f32 / (seen + chunk.len()) as f32);
-            let (model, saved) = (&mut self.model, &mut self.saved);
-            record(ctx, "recalibrate batch norm", |enc| {
-                model.forward(&mut Pass { ctx, enc, saved, train: false, quant, recalibrate }, x).map(drop)
-            })
-            .await?;
-            seen += chunk.len();
+        if n == 0 {
+            return Ok(0);
         }
-        Ok(seen)
+        let idx: Vec<usize> = (0..n).map(|i| i * data.len() / n.max(1)).collect();
+        let mut seen = 0;
+        let momentum = |len: usize| {
+            seen += len;
+            Some(len as f32 / seen as f32)
+        };
+        self.forward_batches(ctx, data, &idx, norm, batch, "recalibrate batch norm", momentum, |_, _, _| Ok(()))
+            .await?;
+        Ok(n)
     }
 
     /// Loss and accuracy of the model (running batch-norm statistics) on all of `data`.
@@ -348,26 +344,58 @@ impl Trainer {
         batch: usize,
     ) -> Result<Metrics> {
         let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
-        // Evaluation computes at the forward bits of the next training step.
-        let plan = self.precision.plan(self.config.seed as u32, self.step);
-        let quant = plan.as_ref();
         let idx: Vec<usize> = (0..data.len()).collect();
-        for chunk in idx.chunks(batch.max(1)) {
-            let (images, labels) = make_batch(data, chunk, norm, None)?;
-            let (x, y) = upload_batch(ctx, &images, &labels)?;
-            let (model, saved) = (&mut self.model, &mut self.saved);
-            record(ctx, "evaluate", |enc| {
-                let logits = model.forward(&mut Pass { ctx, enc, saved, train: false, quant, recalibrate: None }, x)?;
-                let out = ops::cross_entropy_forward(ctx, enc, &logits, &y)?;
+        self.forward_batches(
+            ctx,
+            data,
+            &idx,
+            norm,
+            batch,
+            "evaluate",
+            |_| None,
+            |enc, logits, y| {
+                let out = ops::cross_entropy_forward(ctx, enc, logits, y)?;
                 ops::accumulate_metrics(ctx, enc, &out, &sums)
-            })
-            .await?;
-        }
+            },
+        )
+        .await?;
         let v = sums.to_vec(ctx).await?;
         let n = data.len().max(1) as f64;
         // Batch mean losses were summed: weight them back by batch size is not needed when every
         // batch is full; the last, shorter batch counts as one batch (documented approximation).
         let batches = data.len().div_ceil(batch.max(1)).max(1) as f64;
         Ok(Metrics { loss: f64::from(v[0]) / batches, accuracy: f64::from(v[1]) / n, images: data.len() as u64 })
+    }
+
+    /// The forward of evaluation (nothing saved, at the forward bits of the next training step)
+    /// over the images `idx` of `data` in batches of `batch`, one submission per batch:
+    /// `recalibrate` gives each batch's batch-norm momentum from its length (`None`: normalize
+    /// by the running statistics), `each` records what follows the logits.
+    #[allow(clippy::too_many_arguments)]
+    async fn forward_batches(
+        &mut self,
+        ctx: &GpuContext,
+        data: &Dataset,
+        idx: &[usize],
+        norm: Normalization,
+        batch: usize,
+        stage: &str,
+        mut recalibrate: impl FnMut(usize) -> Option<f32>,
+        mut each: impl FnMut(&mut wgpu::CommandEncoder, &Tensor, &ops::Labels) -> Result<()>,
+    ) -> Result<()> {
+        let plan = self.precision.plan(self.config.seed as u32, self.step);
+        let quant = plan.as_ref();
+        for chunk in idx.chunks(batch.max(1)) {
+            let (images, labels) = make_batch(data, chunk, norm, None)?;
+            let (x, y) = upload_batch(ctx, &images, &labels)?;
+            let recalibrate = recalibrate(chunk.len());
+            let (model, saved) = (&mut self.model, &mut self.saved);
+            record(ctx, stage, |enc| {
+                let logits = model.forward(&mut Pass { ctx, enc, saved, train: false, quant, recalibrate }, x)?;
+                each(enc, &logits, &y)
+            })
+            .await?;
+        }
+        Ok(())
     }
 }
