@@ -64,7 +64,8 @@ fn a_run_writes_metrics_checkpoint_and_summary_and_resumes() {
     let (d, m, c) = (data.to_str().unwrap(), metrics.to_str().unwrap(), ck.to_str().unwrap());
     let base = ["train", "--model", "tiny", "--data-dir", d, "--epochs", "2", "--batch", "8", "--quiet"];
     let base =
-        [&base[..], &["--policy", "fdsr:ratio=8,mask,grad", "--probe-every", "3", "--bn-recalibrate", "2"]].concat();
+        [&base[..], &["--policy", "fdsr:ratio=8,mask,grad,realloc", "--probe-every", "3", "--bn-recalibrate", "2"]]
+            .concat();
     let mut args = base.to_vec();
     args.extend(["--metrics", m, "--checkpoint", c, "--log-every", "2", "--layers-every", "4"]);
     let out = fdsr(&args);
@@ -140,7 +141,14 @@ fn compare_trains_each_policy_side_by_side() {
     let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
     let args = ["compare", "--model", "tiny", "--data-dir", d, "--epochs", "1", "--batch", "8", "--quiet"];
     let mut a = args.to_vec();
-    a.extend(["--policies", "none,lossless,uniform:2,fdsr:ratio=8,mask,grad", "--out", o, "--probe-every", "2"]);
+    a.extend([
+        "--policies",
+        "none,lossless,uniform:2,fdsr:ratio=8,mask,grad,realloc",
+        "--out",
+        o,
+        "--probe-every",
+        "2",
+    ]);
     let r = fdsr(&a);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let table = std::fs::read_to_string(out.with_extension("md")).unwrap();
@@ -151,7 +159,7 @@ fn compare_trains_each_policy_side_by_side() {
         serde_json::from_str(&std::fs::read_to_string(out.with_extension("json")).unwrap()).unwrap();
     assert_eq!(rows[0]["test_accuracy"], rows[1]["test_accuracy"], "lossless equals fp32");
     assert!(rows[2]["saved"]["activation_ratio"].as_f64().unwrap() > 3.0);
-    // Lossy policies are probed (the exact run and lossless are not); fdsr's budget is controlled.
+    // Lossy policies are probed (the exact run and lossless are not); `,realloc` shares fdsr's budget out.
     assert!(rows[1]["probe_grad_error"].is_null());
     for r in &rows[2..] {
         let e = r["probe_grad_error"].as_f64().unwrap();

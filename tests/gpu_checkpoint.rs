@@ -45,7 +45,7 @@ fn run_to_end(ctx: &GpuContext, s: &mut Session) {
 fn resumed_run_matches_uninterrupted_run() {
     let Some(ctx) = common::gpu() else { return };
     let mut probed = config(OptKind::Sgd);
-    probed.policy = Some("fdsr:budget=4,mask".parse().unwrap());
+    probed.policy = Some("fdsr:budget=4,mask,realloc".parse().unwrap());
     // The third run compresses under a budget controller probing every other step (a probe
     // before the checkpoint and one after it): its state travels in the checkpoint.
     for cfg in [config(OptKind::Sgd), config(OptKind::AdamW), probed] {
@@ -101,7 +101,8 @@ fn foreign_checkpoints_are_refused_without_changes() {
 /// A checkpoint written by the hand-written safetensors writer that fdsr had before it used the
 /// `safetensors` crate (commit 1857a6f; the same run as `probed` above with its budget of 2 bits,
 /// saved after step 3) still loads: every tensor lands on the device, and the controller's
-/// budgets come back. Its `,mask` is today's `,mask=clamp`: a run with today's `,mask` is refused.
+/// budgets come back. Its `,mask` is today's `,mask=clamp` and its budget reallocated
+/// (`,realloc` today): a run with today's `,mask` is refused.
 /// A budget now bounds everything a step holds, which `tiny` cannot meet at 2 bits: the next
 /// step says so instead of running with another meaning.
 #[test]
@@ -113,8 +114,8 @@ fn checkpoint_written_before_the_crate_still_resumes() {
     cfg.policy = Some("fdsr:budget=2,mask".parse().unwrap());
     let mut other = session(&ctx, cfg.clone());
     let e = checkpoint::restore(&ctx, &mut other.trainer, &st).unwrap_err().to_string();
-    assert!(e.contains("policy=fdsr:budget=2,mask=clamp) differs"), "{e}");
-    cfg.policy = Some("fdsr:budget=2,mask=clamp".parse().unwrap());
+    assert!(e.contains("policy=fdsr:budget=2,mask=clamp,realloc) differs"), "{e}");
+    cfg.policy = Some("fdsr:budget=2,mask=clamp,realloc".parse().unwrap());
     let mut s = session(&ctx, cfg);
     s.trainer.set_controller(Some(ControllerConfig { every: 2, ..ControllerConfig::default() })).unwrap();
     checkpoint::restore(&ctx, &mut s.trainer, &st).unwrap();
@@ -127,6 +128,9 @@ fn checkpoint_written_before_the_crate_still_resumes() {
     let budgets = s.trainer.controller.as_ref().unwrap().budgets().clone();
     assert_eq!(budgets.get("layer2.bn.input").copied(), Some(4.0), "{budgets:?}");
     let e = pollster::block_on(s.step(&ctx)).unwrap_err().to_string();
-    assert!(e.contains("fdsr:budget=2,mask=clamp cannot be met") && e.contains("largest ratio reachable"), "{e}");
+    assert!(
+        e.contains("fdsr:budget=2,mask=clamp,realloc cannot be met") && e.contains("largest ratio reachable"),
+        "{e}"
+    );
     assert_eq!(s.trainer.step, 3);
 }

@@ -74,7 +74,7 @@ fn a_probe_step_reads_back_words_not_gradients_in_waits_that_do_not_grow_with_th
     let Some(ctx) = common::gpu() else { return };
     let mut seen = Vec::new();
     for (model, batch) in [(ModelName::Tiny, 16), (ModelName::Cnn, 8)] {
-        let mut s = session(&ctx, model, batch, Some("fdsr:budget=4,mask,grad"), Some(1));
+        let mut s = session(&ctx, model, batch, Some("fdsr:budget=4,mask,grad,realloc"), Some(1));
         block_on(s.step(&ctx)).unwrap();
         let before = ctx.transfer_counts();
         block_on(s.step(&ctx)).unwrap();

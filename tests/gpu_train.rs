@@ -172,8 +172,8 @@ fn pooled_relu_outputs_are_recomputed_so_no_tensor_needs_a_mask_of_its_own() {
 #[test]
 fn the_controller_probes_and_allocates_per_tensor_budgets() {
     let Some(ctx) = common::gpu() else { return };
-    let mut low = probed(&ctx, "fdsr:budget=4,mask", 2, 4);
-    let mut high = probed(&ctx, "fdsr:budget=8,mask", 2, 4);
+    let mut low = probed(&ctx, "fdsr:budget=4,mask,realloc", 2, 4);
+    let mut high = probed(&ctx, "fdsr:budget=8,mask,realloc", 2, 4);
     let (dl, dh) =
         (low.controller.as_mut().unwrap().take_decisions(), high.controller.as_mut().unwrap().take_decisions());
     assert_eq!(dl.iter().map(|d| d.step).collect::<Vec<_>>(), [1, 3]);

@@ -3,6 +3,7 @@
 //! metric sums not read yet, and their restoration with checks of model and configuration.
 
 use super::trainer::{TrainConfig, Trainer};
+use crate::codec::config::{BitChoice, Policy};
 use crate::error::{FdsrError, Result};
 use crate::gpu::GpuContext;
 use crate::io::safetensors::{NamedTensor, SafeTensors};
@@ -13,21 +14,37 @@ pub const FORMAT: &str = "fdsr-checkpoint-1";
 /// Value of the `policy_terms` metadata key: what the policy in `config` means. Checkpoints
 /// without it name their policies in the terms of before, when `,mask` also clamped at 0 and
 /// kept own masks (`,mask=clamp` now) and `,grad` weighed 64 (now a weight that follows the
-/// budget, `rules::config::coherent_weight_at`).
-pub const POLICY_TERMS: &str = "2";
+/// budget, `rules::config::coherent_weight_at`); up to terms 2 an `fdsr` budget reallocated
+/// between tensors by the probe (`,realloc` now).
+pub const POLICY_TERMS: &str = "3";
 
-/// The `config` key of a checkpoint without `policy_terms`, in today's terms.
-fn in_current_terms(key: &str) -> String {
-    let Some((head, policy)) = key.split_once(" policy=") else { return key.to_string() };
+/// The `config` key of a checkpoint written in policy terms `terms` (`None`: before they were
+/// recorded), in today's terms.
+fn in_current_terms(key: &str, terms: Option<&str>) -> Result<String> {
+    if terms == Some(POLICY_TERMS) {
+        return Ok(key.to_string());
+    }
+    if let Some(other) = terms.filter(|t| *t != "2") {
+        return Err(FdsrError::Corrupt(format!("unknown policy_terms '{other}' (this fdsr knows {POLICY_TERMS})")));
+    }
+    let Some((head, policy)) = key.split_once(" policy=") else { return Ok(key.to_string()) };
     let flags: Vec<&str> = policy
         .split(',')
         .map(|piece| match piece {
-            "mask" => "mask=clamp",
-            "grad" => "grad=64",
+            "mask" if terms.is_none() => "mask=clamp",
+            "grad" if terms.is_none() => "grad=64",
             other => other,
         })
         .collect();
-    format!("{head} policy={}", flags.join(","))
+    let policy = flags.join(",");
+    let policy = match policy.parse::<Policy>() {
+        Ok(Policy::Fdsr(mut c)) if matches!(c.bits, BitChoice::Budget(_)) => {
+            c.realloc = true;
+            Policy::Fdsr(c).to_string()
+        }
+        _ => policy,
+    };
+    Ok(format!("{head} policy={policy}"))
 }
 
 /// What must match for a checkpoint to continue a run (everything that changes the result).
@@ -125,13 +142,7 @@ pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()
             t.config.model
         )));
     }
-    let theirs = match st.meta("policy_terms") {
-        Some(POLICY_TERMS) => meta(st, "config")?.to_string(),
-        None => in_current_terms(meta(st, "config")?),
-        Some(other) => {
-            return Err(FdsrError::Corrupt(format!("unknown policy_terms '{other}' (this fdsr knows {POLICY_TERMS})")))
-        }
-    };
+    let theirs = in_current_terms(meta(st, "config")?, st.meta("policy_terms"))?;
     let ours = config_key(&t.config);
     if theirs != ours {
         return Err(FdsrError::InvalidConfig(format!(
@@ -205,13 +216,27 @@ pub fn restore(ctx: &GpuContext, t: &mut Trainer, st: &SafeTensors) -> Result<()
 
 #[cfg(test)]
 mod tests {
+    use super::in_current_terms;
+
     #[test]
     fn older_policy_terms_are_translated_piece_by_piece() {
         let key = "model=tiny seed=0 augment=false policy=fdsr:budget=2,mask,grad";
-        let want = "model=tiny seed=0 augment=false policy=fdsr:budget=2,mask=clamp,grad=64";
-        assert_eq!(super::in_current_terms(key), want);
-        for same in ["seed=0 policy=none", "policy=fdsr:bits=8,4,2,0,mask=zeros,grad=4", "no policy"] {
-            assert_eq!(super::in_current_terms(same), same);
+        let want = "model=tiny seed=0 augment=false policy=fdsr:budget=2,mask=clamp,grad=64,realloc";
+        assert_eq!(in_current_terms(key, None).unwrap(), want);
+        let two = "seed=0 policy=fdsr:ratio=16,mask,grad,edges=0/1/6/64";
+        assert_eq!(
+            in_current_terms(two, Some("2")).unwrap(),
+            "seed=0 policy=fdsr:ratio=16,mask,grad,realloc,edges=0/1/6/64"
+        );
+        let auto = "seed=0 policy=fdsr:ratio=16,mask,auto";
+        assert_eq!(in_current_terms(auto, Some("2")).unwrap(), auto);
+        for same in
+            ["seed=0 policy=none", "policy=fdsr:bits=8,4,2,0,mask=zeros,grad=4", "no policy", "policy=uniform:2"]
+        {
+            assert_eq!(in_current_terms(same, None).unwrap(), same);
+            assert_eq!(in_current_terms(same, Some("2")).unwrap(), same);
         }
+        assert_eq!(in_current_terms(two, Some("3")).unwrap(), two, "today's terms stay");
+        assert!(in_current_terms(two, Some("9")).is_err());
     }
 }

@@ -1,8 +1,8 @@
 //! The budget controller of `fdsr` (DESIGN.md §2.6). Every `every` steps a probe computes weight
 //! gradients twice, from exact and from compressed activations (for any lossy policy: the
-//! measurement alone is logged for the others). Under a budget the average bits per compressed
-//! value are the step's plan (the budget less what masks and exact tensors take) and the
-//! controller shares them out per saved tensor to minimize `Σ_l κ_l·E_l(b_l)` under
+//! measurement alone is logged for the others). Under a budget with `,realloc` the average bits
+//! per compressed value are the step's plan (the budget less what masks and exact tensors take)
+//! and the controller shares them out per saved tensor to minimize `Σ_l κ_l·E_l(b_l)` under
 //! `Σ_l n_l·b_l ≤ average·Σ_l n_l`, where `E_l(b)` is the codec's estimated error of tensor `l`
 //! at `b` bits per value (bits per band chosen by [`choose_bits`] from its last analysis) and
 //! the sensitivity `κ_l = r_l² / E_l(b_used)` is calibrated by the probe (`r_l²` the squared
@@ -168,13 +168,13 @@ fn squared_error_of(r: &TensorRecord, records: &[TensorRecord], rel: &HashMap<&s
 
 impl Controller {
     /// A controller for a lossy `policy` (`None` for fp32 and `lossless`). It shares out budgets
-    /// only for `fdsr` under a budget (moving the total only with `,auto`); for the others its
-    /// probes only measure the gradient error.
+    /// only for `fdsr` under a budget with `,realloc` (moving the total only with `,auto`); for
+    /// the others its probes only measure the gradient error.
     pub fn for_policy(policy: Option<&Policy>, config: ControllerConfig) -> Result<Option<Controller>> {
         config.validate()?;
         let (adaptive, auto, weight_follows_budget) = match policy {
             None | Some(Policy::Lossless) => return Ok(None),
-            Some(Policy::Fdsr(c @ FdsrConfig { bits: BitChoice::Budget(_), .. })) => {
+            Some(Policy::Fdsr(c @ FdsrConfig { bits: BitChoice::Budget(_), realloc: true, .. })) => {
                 (true, c.auto, c.weight_follows_budget())
             }
             Some(_) => (false, false, false),

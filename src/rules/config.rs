@@ -92,9 +92,16 @@ pub struct FdsrConfig {
     /// (`,grad` alone): [`coherent_weight_at`] the tensor's budget. Ignored without
     /// [`Self::grad_aware`].
     pub grad_weight: Option<f32>,
-    /// Accuracy-following budget (`,auto`): in training the budget controller may raise the
-    /// total above the budget when the probe's gradient error is high (and lower it when low).
-    /// Off by default: the budget is then a bound on every step's stored bytes.
+    /// Probe-driven reallocation under a budget (`,realloc`): in training the budget controller
+    /// shares the step's total out per saved tensor by the sensitivities the gradient-error
+    /// probe measures. Off by default (measured: it cost accuracy at 8x, 16x and 32x on `cnn`;
+    /// BENCHMARKS.md, issue 17): every compressed tensor then has the step plan's budget and its
+    /// bits per band are chosen from its own analysis.
+    pub realloc: bool,
+    /// Accuracy-following budget (`,auto`, which implies [`Self::realloc`]): in training the
+    /// budget controller may raise the total above the budget when the probe's gradient error is
+    /// high (and lower it when low). Off by default: the budget is then a bound on every step's
+    /// stored bytes.
     pub auto: bool,
     /// The budget was given as a ratio `R` (`ratio=R`, the budget `32 / R`): printed that way.
     pub ratio: Option<f64>,
@@ -164,6 +171,7 @@ impl Default for FdsrConfig {
             own_masks: false,
             grad_aware: false,
             grad_weight: None,
+            realloc: false,
             auto: false,
             ratio: None,
         }
@@ -194,6 +202,12 @@ impl FdsrConfig {
     pub fn validate(&self) -> Result<()> {
         if let Some(w) = self.grad_weight.filter(|w| !(w.is_finite() && (1.0..=1024.0).contains(w))) {
             return Err(FdsrError::InvalidConfig(format!("grad={w}: the coherent-error weight must be in [1, 1024]")));
+        }
+        if self.realloc && matches!(self.bits, BitChoice::Fixed(_)) {
+            return Err(FdsrError::InvalidConfig(
+                ",realloc and ,auto share a budget out between tensors: they need budget=B or ratio=R, not bits="
+                    .into(),
+            ));
         }
         let e = &self.band_edges;
         if e.len() < 3 || e.len() > 9 || e[0] != 0 || e[1] != 1 || *e.last().unwrap_or(&0) != 64 {
@@ -288,6 +302,8 @@ impl fmt::Display for Policy {
                 }
                 if c.auto {
                     write!(f, ",auto")?;
+                } else if c.realloc {
+                    write!(f, ",realloc")?;
                 }
                 if c.band_edges != default_edges_for(&c.bits) {
                     let e: Vec<String> = c.band_edges.iter().map(u8::to_string).collect();

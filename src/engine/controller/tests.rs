@@ -47,7 +47,7 @@ fn only_auto_moves_the_total_with_the_gradient_error() {
     let big = GradPair { name: "conv1.weight".into(), diff2: 1.0, norm2: 1.0 };
     let small = GradPair { name: "conv1.weight".into(), diff2: 1e-4, norm2: 1.0 };
     // A budget is a bound: the average stays the plan's whatever the error.
-    let mut fixed = controller("fdsr:budget=2");
+    let mut fixed = controller("fdsr:budget=2,realloc");
     assert_eq!(fixed.update(9, std::slice::from_ref(&big), &recs, 1.75).budget, Some(1.75));
     assert_eq!(fixed.update(19, std::slice::from_ref(&small), &recs, 1.75).budget, Some(1.75));
     // `,auto` follows the error from the plan's average.
@@ -68,7 +68,7 @@ fn only_auto_moves_the_total_with_the_gradient_error() {
 #[test]
 fn the_allocation_favours_sensitive_tensors_and_keeps_the_average() {
     let recs = [record("conv1.input", 64 * 64, 1.0), record("conv2.input", 64 * 64, 1.0)];
-    let mut c = controller("fdsr:budget=3");
+    let mut c = controller("fdsr:budget=3,realloc");
     let grads = [
         GradPair { name: "conv1.weight".into(), diff2: 0.04, norm2: 1.0 },
         GradPair { name: "conv2.weight".into(), diff2: 0.0004, norm2: 1.0 },
@@ -87,7 +87,7 @@ fn sensitivity_counts_well_beyond_twice_the_median() {
     let pair = |name: &str, diff2: f64| GradPair { name: name.into(), diff2, norm2: 1.0 };
     let conv1 = |ratio: f64| {
         let grads = [pair("conv1.weight", 0.0004 * ratio), pair("conv2.weight", 0.0004)];
-        let d = controller("fdsr:budget=3").update(9, &grads, &recs, 3.0);
+        let d = controller("fdsr:budget=3,realloc").update(9, &grads, &recs, 3.0);
         let b: HashMap<_, _> = d.budgets.into_iter().collect();
         assert!((b["conv1.input"] + b["conv2.input"]) / 2.0 <= 3.0 + 1e-9, "{b:?}");
         b["conv1.input"]
@@ -106,7 +106,8 @@ fn a_tensor_others_are_recomputed_from_answers_for_their_errors_too() {
     let recs = [record("bn2.input", 64 * 64, 1.0), record("bn1.input", 64 * 64, 1.0), derived];
     let pair = |name: &str, diff2: f64| GradPair { name: name.into(), diff2, norm2: 1.0 };
     let grads = [pair("bn1.weight", 0.01), pair("bn2.weight", 0.01), pair("conv3.weight", 0.04)];
-    let b: HashMap<_, _> = controller("fdsr:budget=3").update(9, &grads, &recs, 3.0).budgets.into_iter().collect();
+    let b: HashMap<_, _> =
+        controller("fdsr:budget=3,realloc").update(9, &grads, &recs, 3.0).budgets.into_iter().collect();
     assert!(b["bn1.input"] > b["bn2.input"], "{b:?}");
     assert!(!b.contains_key("conv3.input"), "nothing stored, no budget: {b:?}");
 }
@@ -114,13 +115,13 @@ fn a_tensor_others_are_recomputed_from_answers_for_their_errors_too() {
 #[test]
 fn state_round_trips_and_checks_the_configuration() {
     let recs = [record("conv1.input", 64 * 64, 1.0), record("conv2.input", 64 * 64, 2.0)];
-    let mut c = controller("fdsr:budget=2");
+    let mut c = controller("fdsr:budget=2,realloc");
     c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 0.5, norm2: 1.0 }], &recs, 2.0);
-    let mut d = controller("fdsr:budget=2");
+    let mut d = controller("fdsr:budget=2,realloc");
     d.restore(&c.state()).unwrap();
     assert_eq!((d.budget, d.budgets()), (c.budget, c.budgets()));
     let mut other = Controller::for_policy(
-        Some(&"fdsr:budget=2".parse().unwrap()),
+        Some(&"fdsr:budget=2,realloc".parse().unwrap()),
         ControllerConfig { every: 7, ..ControllerConfig::default() },
     )
     .unwrap()
@@ -130,14 +131,17 @@ fn state_round_trips_and_checks_the_configuration() {
 }
 
 #[test]
-fn only_budgeted_fdsr_adapts() {
+fn only_budgeted_fdsr_with_realloc_adapts() {
     let cfg = ControllerConfig::default();
     let recs = [record("conv1.input", 64 * 64, 1.0)];
-    for p in ["uniform:2", "fdsr:bits=8,4,2,0", "division"] {
+    for p in ["uniform:2", "fdsr:bits=8,4,2,0", "division", "fdsr:budget=2,mask,grad"] {
         let mut c = Controller::for_policy(Some(&p.parse().unwrap()), cfg).unwrap().unwrap();
         assert!(!c.adaptive(), "{p}");
         let d = c.update(9, &[GradPair { name: "conv1.weight".into(), diff2: 1.0, norm2: 1.0 }], &recs, 2.0);
         assert_eq!((d.grad_error, d.budget, d.budgets.len()), (1.0, None, 0), "{p}");
+    }
+    for p in ["fdsr:ratio=16,mask,grad,realloc", "fdsr:budget=2,auto"] {
+        assert!(Controller::for_policy(Some(&p.parse().unwrap()), cfg).unwrap().unwrap().adaptive(), "{p}");
     }
     for p in [None, Some("lossless".parse().unwrap())] {
         assert!(Controller::for_policy(p.as_ref(), cfg).unwrap().is_none());
@@ -166,8 +170,8 @@ fn under_grad_alone_each_level_takes_the_weight_of_its_budget() {
     // The weight matters at some level here, else the test above could not tell the two apart.
     assert!(follows != own);
     let follows = |p: &str| controller(p).weight_follows_budget;
-    assert!(follows("fdsr:budget=2,mask,grad"));
-    assert!(!follows("fdsr:budget=2,mask,grad=8") && !follows("fdsr:budget=2,mask"));
+    assert!(follows("fdsr:budget=2,mask,grad,realloc"));
+    assert!(!follows("fdsr:budget=2,mask,grad=8,realloc") && !follows("fdsr:budget=2,mask,realloc"));
 }
 
 #[test]

@@ -10,12 +10,12 @@ impl FromStr for Policy {
     /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B`, `fdsr:ratio=R` (the
     /// budget `32 / R`) or `fdsr:bits=8,4,3,2`; the `fdsr` forms take trailing flags `,mask`
     /// (mask-aware: the ReLUs' masks re-applied; `,mask=zeros` also own masks of other tensors ≥ 0; `,mask=clamp` those and a clamp at 0; `,mask=shared` is `,mask`), `,grad` or `,grad=W` (gradient-aware allocation, coherent-error weight W),
-    /// `,auto` (accuracy-following budget), `,edges=0/1/…/64` (zig-zag band edges) and `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:mask`, `fdsr:reuse`, …).
+    /// `,realloc` (the probe shares the budget out per tensor), `,auto` (accuracy-following budget, reallocating), `,edges=0/1/…/64` (zig-zag band edges) and `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:mask`, `fdsr:reuse`, …).
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
         let bad = || {
             FdsrError::InvalidConfig(format!(
-                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:ratio=R|:bits=D,L,M,H][,mask[=zeros|clamp]][,grad[=W]][,auto][,edges=0/1/../64][,reuse[=K/B/R]])"
+                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:ratio=R|:bits=D,L,M,H][,mask[=zeros|clamp]][,grad[=W]][,realloc][,auto][,edges=0/1/../64][,reuse[=K/B/R]])"
             ))
         };
         let p = match (name, arg) {
@@ -37,7 +37,8 @@ impl FromStr for Policy {
                             c.grad_aware = true;
                             c.grad_weight = Some(w.parse().map_err(|_| bad())?);
                         }
-                        ("auto", None) => c.auto = true,
+                        ("realloc", None) => c.realloc = true,
+                        ("auto", None) => (c.auto, c.realloc) = (true, true),
                         ("edges", Some(v)) => {
                             c.band_edges = parse_list(&v.replace('/', ","))?;
                             edges_given = true;
@@ -46,7 +47,7 @@ impl FromStr for Policy {
                         _ => return Err(bad()),
                     }
                 }
-                if a.is_empty() && (c.reuse.is_some() || c.mask_aware || c.grad_aware || c.auto) {
+                if a.is_empty() && (c.reuse.is_some() || c.mask_aware || c.grad_aware || c.realloc) {
                     // `fdsr:reuse`, `fdsr:mask`, `fdsr:grad`: default bits.
                 } else if let Some(b) = a.strip_prefix("budget=") {
                     c.bits = BitChoice::Budget(b.parse().map_err(|_| bad())?);
@@ -101,6 +102,7 @@ fn is_flag(piece: &str) -> bool {
         || piece == "grad"
         || piece.starts_with("grad=")
         || piece == "auto"
+        || piece == "realloc"
         || piece.starts_with("edges=")
         || piece == "reuse"
         || piece.starts_with("reuse=")

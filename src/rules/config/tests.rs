@@ -30,6 +30,8 @@ fn policies_round_trip_through_strings() {
         "fdsr:ratio=11,mask=zeros,grad",
         "fdsr:ratio=11,mask=clamp,grad",
         "fdsr:ratio=12.5,mask,grad,auto",
+        "fdsr:ratio=16,mask,grad,realloc",
+        "fdsr:budget=2,realloc,edges=0/1/10/64",
     ] {
         let p: Policy = s.parse().unwrap();
         assert_eq!(p.to_string(), s);
@@ -48,6 +50,8 @@ fn policies_round_trip_through_strings() {
     assert_eq!(c("fdsr:budget=5,grad"), 64.0);
     assert!((c("fdsr:budget=2.75,grad") - 8.0 * 8f32.sqrt()).abs() < 1e-3);
     assert_eq!("fdsr:mask".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,mask");
+    assert_eq!("fdsr:realloc".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,realloc");
+    assert_eq!("fdsr:ratio=16,realloc,auto".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=16,auto");
     assert_eq!("fdsr:ratio=11,mask=shared".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=11,mask");
     assert_eq!("fdsr:ratio=16".parse::<Policy>().unwrap(), {
         let mut c = FdsrConfig { ratio: Some(16.0), ..Default::default() };
@@ -71,6 +75,9 @@ fn policies_round_trip_through_strings() {
         "fdsr:ratio=0.5",
         "fdsr:ratio=x",
         "fdsr:budget=2,auto=1",
+        "fdsr:budget=2,realloc=1",
+        "fdsr:bits=8,4,2,0,realloc",
+        "fdsr:bits=8,4,2,0,auto",
         "fdsr:budget=2,grad=0.5",
         "fdsr:budget=2,grad=x",
         "fdsr:budget=2,grad=inf",
