@@ -1,12 +1,12 @@
 //! The trainer: one training step (forward, loss, backward, update) recorded into one command
 //! encoder and submitted at once, loss and accuracy summed on the device and read back only when
-//! asked, evaluation.
+//! asked (evaluation and batch-norm recalibration in `eval`).
 
 use std::collections::HashMap;
 
+mod eval;
 mod extra;
 
-use super::batch::{make_batch, Normalization};
 use super::controller::{Controller, ControllerConfig};
 use super::gate::Gate;
 use super::layers::Pass;
@@ -17,7 +17,6 @@ use super::precision::{Precision, PrecisionRun, QuantPlan};
 use super::saved::SavedActivations;
 use super::tensor::Tensor;
 use crate::codec::config::Policy;
-use crate::data::Dataset;
 use crate::error::{FdsrError, Result};
 use crate::gpu::{Category, Compute, ComputePath, GpuContext};
 
@@ -301,101 +300,5 @@ impl Trainer {
         }
         self.precision.add_train_loss(f64::from(v[0]), steps);
         Ok(m)
-    }
-
-    /// Recalibrates the batch-norm running statistics ("precise batch norm"): forward passes,
-    /// nothing saved, over `batches` batches of `batch` images spread evenly over `data` (all of
-    /// it when it has fewer; no augmentation), each batch norm normalizing with its batch
-    /// statistics and ending with the image-weighted mean of its batch means and unbiased
-    /// variances in place of the running averages training left. Those lag when a layer's
-    /// statistics move quickly (short runs; compressed training can widen a channel's
-    /// variance a hundredfold within an epoch); evaluation reads what this leaves. Returns the
-    /// images used (0 and nothing changed when `batches` is 0). Weights and the step stay as they
-    /// are; quantized-compute runs use the next step's bits, as [`Self::evaluate`] does.
-    pub async fn recalibrate_bn(
-        &mut self,
-        ctx: &GpuContext,
-        data: &Dataset,
-        norm: Normalization,
-        batch: usize,
-        batches: usize,
-    ) -> Result<usize> {
-        let n = batches.saturating_mul(batch.max(1)).min(data.len());
-        if n == 0 {
-            return Ok(0);
-        }
-        let idx: Vec<usize> = (0..n).map(|i| i * data.len() / n.max(1)).collect();
-        let mut seen = 0;
-        let momentum = |len: usize| {
-            seen += len;
-            Some(len as f32 / seen as f32)
-        };
-        self.forward_batches(ctx, data, &idx, norm, batch, "recalibrate batch norm", momentum, |_, _, _| Ok(()))
-            .await?;
-        Ok(n)
-    }
-
-    /// Loss and accuracy of the model (running batch-norm statistics) on all of `data`.
-    pub async fn evaluate(
-        &mut self,
-        ctx: &GpuContext,
-        data: &Dataset,
-        norm: Normalization,
-        batch: usize,
-    ) -> Result<Metrics> {
-        let sums = Tensor::from_slice(ctx, &[0.0, 0.0], &[2], Category::Workspace)?;
-        let idx: Vec<usize> = (0..data.len()).collect();
-        self.forward_batches(
-            ctx,
-            data,
-            &idx,
-            norm,
-            batch,
-            "evaluate",
-            |_| None,
-            |enc, logits, y| {
-                let out = ops::cross_entropy_forward(ctx, enc, logits, y)?;
-                ops::accumulate_metrics(ctx, enc, &out, &sums)
-            },
-        )
-        .await?;
-        let v = sums.to_vec(ctx).await?;
-        let n = data.len().max(1) as f64;
-        // Batch mean losses were summed: weight them back by batch size is not needed when every
-        // batch is full; the last, shorter batch counts as one batch (documented approximation).
-        let batches = data.len().div_ceil(batch.max(1)).max(1) as f64;
-        Ok(Metrics { loss: f64::from(v[0]) / batches, accuracy: f64::from(v[1]) / n, images: data.len() as u64 })
-    }
-
-    /// The forward of evaluation (nothing saved, at the forward bits of the next training step)
-    /// over the images `idx` of `data` in batches of `batch`, one submission per batch:
-    /// `recalibrate` gives each batch's batch-norm momentum from its length (`None`: normalize
-    /// by the running statistics), `each` records what follows the logits.
-    #[allow(clippy::too_many_arguments)]
-    async fn forward_batches(
-        &mut self,
-        ctx: &GpuContext,
-        data: &Dataset,
-        idx: &[usize],
-        norm: Normalization,
-        batch: usize,
-        stage: &str,
-        mut recalibrate: impl FnMut(usize) -> Option<f32>,
-        mut each: impl FnMut(&mut wgpu::CommandEncoder, &Tensor, &ops::Labels) -> Result<()>,
-    ) -> Result<()> {
-        let plan = self.precision.plan(self.config.seed as u32, self.step);
-        let quant = plan.as_ref();
-        for chunk in idx.chunks(batch.max(1)) {
-            let (images, labels) = make_batch(data, chunk, norm, None)?;
-            let (x, y) = upload_batch(ctx, &images, &labels)?;
-            let recalibrate = recalibrate(chunk.len());
-            let (model, saved) = (&mut self.model, &mut self.saved);
-            record(ctx, stage, |enc| {
-                let logits = model.forward(&mut Pass { ctx, enc, saved, train: false, quant, recalibrate }, x)?;
-                each(enc, &logits, &y)
-            })
-            .await?;
-        }
-        Ok(())
     }
 }
