@@ -1,7 +1,7 @@
 //! What a real GPU pays for in a training step, counted on any adapter: a steady-state
 //! compressed step reads nothing back and never waits for the device, whatever the number of
-//! saved tensors; the budget bounds what a step reserves; the probe leaves the run as it was and
-//! never raises the peak of the pool, and its spread compares two rounding seeds; the mask-aware
+//! saved tensors; the budget bounds what a step reserves; the probe leaves the run as it was,
+//! never raises the peak of the pool and reads records back only to reallocate, and its spread compares two rounding seeds; the mask-aware
 //! decode with and without its clamp at 0.
 
 mod common;
@@ -91,6 +91,26 @@ fn a_probe_step_reads_back_words_not_gradients_in_waits_that_do_not_grow_with_th
     }
     assert!(seen[0].1 < seen[1].1, "cnn has more weights than tiny: {seen:?}");
     assert_eq!(seen[0].2, seen[1].2, "host waits of a probe step grow with the weights: {seen:?}");
+}
+
+#[test]
+fn a_measuring_probe_reads_no_records_back_and_measures_what_a_reallocating_one_does() {
+    let Some(ctx) = common::gpu() else { return };
+    let mut seen = Vec::new();
+    for policy in ["fdsr:budget=4,mask,grad", "fdsr:budget=4,mask,grad,realloc"] {
+        let mut s = session(&ctx, ModelName::Cnn, 8, Some(policy), Some(1));
+        let before = ctx.transfer_counts();
+        block_on(s.step(&ctx)).unwrap();
+        let t = ctx.transfer_counts().since(&before);
+        let d = s.trainer.controller.as_mut().unwrap().take_decisions();
+        assert_eq!(d.len(), 1, "{policy}: the first step probed");
+        assert!(d[0].grad_error > 0.0, "{policy}: the probe found the compressed tensors: {:?}", d[0]);
+        seen.push((t, d[0].grad_error));
+    }
+    let ((measure, e_measure), (realloc, e_realloc)) = (seen[0], seen[1]);
+    assert_eq!(measure.host_waits + 1, realloc.host_waits, "{measure:?} against {realloc:?}");
+    assert!(measure.read_back < realloc.read_back, "{measure:?} against {realloc:?}");
+    assert_eq!(e_measure, e_realloc, "the first probe measures the same either way");
 }
 
 #[test]

@@ -200,6 +200,12 @@ impl Controller {
         step % self.config.every == self.config.every - 1
     }
 
+    /// Whether its probes move bits between tensors (`fdsr` budgets with `,realloc`), which
+    /// needs what the device measured of each tensor; otherwise they only measure.
+    pub fn reallocates(&self) -> bool {
+        self.adaptive
+    }
+
     /// The per-tensor budgets now (empty before the first probe: the policy's budget applies).
     pub fn budgets(&self) -> &HashMap<String, f64> {
         &self.budgets

@@ -325,6 +325,13 @@ impl SavedActivations {
     pub async fn read_records(&self, ctx: &GpuContext) -> Result<Vec<TensorRecord>> {
         records::read(ctx, &self.records).await
     }
+
+    /// The records of the current (or last) step as the host knows them, without a readback
+    /// (names, shapes, sources: what a measuring probe needs; [`Self::read_records`] completes
+    /// them from the device).
+    pub fn known_records(&self) -> Vec<TensorRecord> {
+        records::known(&self.records)
+    }
 }
 
 /// `e` with the saved tensor's name, for errors of one tensor's encoding (a budget too low).

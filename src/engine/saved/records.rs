@@ -68,11 +68,17 @@ impl PendingRecord {
     }
 }
 
+/// The records of `pending` as the host knows them (names, layers, shapes, sources, reserved
+/// bytes), without reading the device: no chosen bits, band statistics or bytes written.
+pub fn known(pending: &[PendingRecord]) -> Vec<TensorRecord> {
+    pending.iter().map(|p| p.record.clone()).collect()
+}
+
 /// The records of `pending`, completed with one readback of every `fdsr` segment's statistics.
 pub async fn read(ctx: &GpuContext, pending: &[PendingRecord]) -> Result<Vec<TensorRecord>> {
     let count: u64 = pending.iter().map(|p| p.segments.len() as u64).sum();
     if count == 0 {
-        return Ok(pending.iter().map(|p| p.record.clone()).collect());
+        return Ok(known(pending));
     }
     let stride = STAT_WORDS * 4;
     let all = ctx.pool.get(&ctx.device, Category::Workspace, count * stride, STORAGE_USAGE);

@@ -4,7 +4,7 @@
 
 use super::{record, upload_batch, Trainer};
 use crate::codec::config::{BitChoice, Policy};
-use crate::engine::controller::{GradPair, PROBE_SHARE};
+use crate::engine::controller::{Controller, GradPair, PROBE_SHARE};
 use crate::engine::layers::Pass;
 use crate::engine::model::Model;
 use crate::engine::ops::compare;
@@ -125,9 +125,11 @@ impl Trainer {
     /// The controller's gradient-error probe: the first `ControllerConfig::share`th of the batch goes
     /// forward and backward twice, with exact and with compressed saved activations (the same
     /// tensors compressed as in a whole batch); the two sets of weight gradients are compared on
-    /// the device, and the errors (two words per 4,096 values) and the compressed pass's records
-    /// are read back and go to the controller, whose budgets then apply from this step on: three
-    /// host waits, whatever the number of weights. Batch-norm running statistics and gate counts
+    /// the device, and the errors (two words per 4,096 values) are read back and go to the
+    /// controller with the compressed pass's records; its budgets then apply from this step on.
+    /// The records are read from the device only where the controller reallocates (one more
+    /// wait); a measuring probe takes their names as the host knows them. The host waits do not
+    /// grow with the number of weights. Batch-norm running statistics and gate counts
     /// are put back afterwards, and the step's own backward overwrites every gradient, so the
     /// probe leaves the training run as it was; holding a sub-batch, it never needs more memory
     /// than the step itself.
@@ -141,7 +143,11 @@ impl Trainer {
         let model = &mut self.model;
         let kept = record(ctx, "probe snapshot", |enc| snapshot_state(ctx, enc, model)).await?;
         let (_, store, pairs) = self.exact_then_compressed(ctx, images, labels, quant).await?;
-        let records = store.read_records(ctx).await?;
+        let records = if self.controller.as_ref().is_some_and(Controller::reallocates) {
+            store.read_records(ctx).await?
+        } else {
+            store.known_records()
+        };
         record(ctx, "probe restore", |enc| restore_state(enc, &kept)).await?;
         let average = self.plan.as_ref().map_or(0.0, |p| p.1.average);
         if let Some(c) = self.controller.as_mut() {
