@@ -1,8 +1,8 @@
 //! What a real GPU pays for in a training step, counted on any adapter: a steady-state
 //! compressed step reads nothing back and never waits for the device, whatever the number of
 //! saved tensors; the budget bounds what a step reserves; the probe leaves the run as it was,
-//! never raises the peak of the pool and reads records back only to reallocate, and its spread compares two rounding seeds; the mask-aware
-//! decode with and without its clamp at 0.
+//! never raises the peak of the pool and reads records back only to reallocate, and its spread
+//! compares two rounding seeds; the mask-aware decode with and without its clamp at 0.
 
 mod common;
 
