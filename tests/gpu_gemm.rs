@@ -11,7 +11,7 @@ use fdsr::gpu::{Category, ContextOptions, GPU_TARGET_GROUPS};
 use fdsr::reference::conv as r;
 use fdsr::GpuContext;
 
-const GEOMS: [ConvGeom; 9] = [
+const GEOMS: [ConvGeom; 10] = [
     ConvGeom { batch: 2, cin: 3, h: 9, w: 7, cout: 5, ksize: 3, stride: 1, pad: 1 },
     ConvGeom { batch: 3, cin: 4, h: 10, w: 10, cout: 70, ksize: 3, stride: 2, pad: 1 },
     ConvGeom { batch: 2, cin: 6, h: 8, w: 8, cout: 3, ksize: 1, stride: 2, pad: 0 },
@@ -22,6 +22,9 @@ const GEOMS: [ConvGeom; 9] = [
     ConvGeom { batch: 4, cin: 3, h: 32, w: 32, cout: 16, ksize: 3, stride: 1, pad: 1 },
     ConvGeom { batch: 6, cin: 5, h: 15, w: 17, cout: 40, ksize: 3, stride: 2, pad: 1 },
     ConvGeom { batch: 3, cin: 24, h: 16, w: 16, cout: 20, ksize: 1, stride: 1, pad: 0 },
+    // A weight gradient longer than llvmpipe lets one invocation loop (K = 40,960, `cnn`'s first
+    // layer at batch 40): split on every adapter (`plan::MAX_SPLIT_K`).
+    ConvGeom { batch: 40, cin: 1, h: 32, w: 32, cout: 8, ksize: 3, stride: 1, pad: 1 },
 ];
 
 /// The default context and one laying products out as on a large GPU (splits of K included),

@@ -9,6 +9,11 @@
 //! until the grid reaches the device's target (`GpuContext::target_groups`: 2048 workgroups on a
 //! GPU, none on a CPU adapter), each split walking at least [`MIN_SPLIT_K`] values of K and all
 //! splits' partial sums fitting [`MAX_PARTIAL_BYTES`].
+//!
+//! Whatever the target, no split walks more than [`MAX_SPLIT_K`] values of K: llvmpipe (lavapipe,
+//! the CI's adapter) ends every loop of a shader invocation once its loops have run 65,535
+//! iterations in all (Mesa's `LP_MAX_TGSI_LOOP_ITERATIONS`), silently, so a longer reduction
+//! came out wrong there (`cnn`'s first two weight gradients at batch 40 and more, K = N·32·32).
 
 /// Values of C per workgroup tile (rows × columns).
 pub const TILE: usize = 4096;
@@ -16,7 +21,12 @@ pub const TILE: usize = 4096;
 pub const TILE_ROWS: [usize; 3] = crate::shaders::GEMM_TILE_ROWS;
 /// Fewest K values one split walks (16 steps of 8).
 pub const MIN_SPLIT_K: usize = 128;
-/// Most bytes of partial sums one split product stages in its workspace.
+/// Most K values one split walks (2,048 steps of 8; as compiled, about 13 loop iterations per
+/// step, well under llvmpipe's 65,535 per invocation). Longer reductions split on every adapter
+/// (where the partial sums fit one binding).
+pub const MAX_SPLIT_K: usize = 16384;
+/// Most bytes of partial sums one split product stages in its workspace (more only where
+/// [`MAX_SPLIT_K`] needs more splits).
 pub const MAX_PARTIAL_BYTES: usize = 16 << 20;
 /// Most workgroups in one grid dimension (WebGPU's default limit).
 const MAX_DIM: usize = 65535;
@@ -55,8 +65,11 @@ impl GemmPlan {
         let tiles = m.div_ceil(tm) * n.div_ceil(tn);
         let cap_bytes = (MAX_PARTIAL_BYTES as u64).min(max_binding);
         let by_memory = usize::try_from(cap_bytes / (m as u64 * n as u64 * 4)).unwrap_or(usize::MAX);
-        let most = (k / MIN_SPLIT_K).min(by_memory).clamp(1, MAX_DIM);
-        let wanted = target.div_ceil(tiles).clamp(1, most);
+        // Splits of at most MAX_SPLIT_K where their partial sums fit one binding.
+        let by_binding = usize::try_from(max_binding / (m as u64 * n as u64 * 4)).unwrap_or(usize::MAX);
+        let least = k.div_ceil(MAX_SPLIT_K).min(by_binding).max(1);
+        let most = (k / MIN_SPLIT_K).min(by_memory).min(MAX_DIM).max(least);
+        let wanted = target.div_ceil(tiles).clamp(least, most);
         let k_split = k.div_ceil(wanted).next_multiple_of(8);
         let splits = k.div_ceil(k_split);
         let lanes = if splits == 1 { 1 } else { splits.div_ceil(16).next_power_of_two().min(64) };
@@ -134,10 +147,27 @@ mod tests {
     }
 
     #[test]
-    fn a_cpu_adapter_does_not_split() {
+    fn a_cpu_adapter_splits_only_what_one_split_cannot_walk() {
         for (m, n, k) in CNN_WGRAD {
             let p = GemmPlan::choose(m, n, k, 1, BINDING);
-            assert_eq!((p.splits, p.k_split, p.lanes), (1, k.next_multiple_of(8), 1), "{p:?}");
+            let splits = k.div_ceil(MAX_SPLIT_K);
+            assert_eq!((p.splits, p.k_split), (splits, k.div_ceil(splits).next_multiple_of(8)), "{p:?}");
+            assert_eq!(p.lanes, 1, "{p:?}");
+        }
+        let p = GemmPlan::choose(32, 9, 4096, 1, BINDING);
+        assert_eq!((p.splits, p.k_split, p.lanes), (1, 4096, 1), "{p:?}");
+    }
+
+    #[test]
+    fn no_split_walks_more_than_the_cap_on_any_adapter() {
+        for target in [1, 64, GPU] {
+            for k in [8, 16384, 16392, 40960, 131072, 1 << 20] {
+                for (m, n) in [(32, 9), (64, 576), (512, 576)] {
+                    let p = GemmPlan::choose(m, n, k, target, BINDING);
+                    assert!(p.k_split <= MAX_SPLIT_K, "{m}x{n}x{k} at {target}: {p:?}");
+                    assert!(p.splits * p.k_split >= k && (p.splits - 1) * p.k_split < k, "{p:?}");
+                }
+            }
         }
     }
 
