@@ -63,12 +63,11 @@ impl GemmPlan {
         let tm = rows.iter().fold(first, |best, &tm| if padded(tm) < padded(best) { tm } else { best });
         let tn = TILE / tm;
         let tiles = m.div_ceil(tm) * n.div_ceil(tn);
-        let cap_bytes = (MAX_PARTIAL_BYTES as u64).min(max_binding);
-        let by_memory = usize::try_from(cap_bytes / (m as u64 * n as u64 * 4)).unwrap_or(usize::MAX);
+        // Slices of partial sums (m × n f32 each) that `bytes` hold.
+        let slices = |bytes: u64| usize::try_from(bytes / (m as u64 * n as u64 * 4)).unwrap_or(usize::MAX);
         // Splits of at most MAX_SPLIT_K where their partial sums fit one binding.
-        let by_binding = usize::try_from(max_binding / (m as u64 * n as u64 * 4)).unwrap_or(usize::MAX);
-        let least = k.div_ceil(MAX_SPLIT_K).min(by_binding).max(1);
-        let most = (k / MIN_SPLIT_K).min(by_memory).min(MAX_DIM).max(least);
+        let least = k.div_ceil(MAX_SPLIT_K).min(slices(max_binding)).max(1);
+        let most = (k / MIN_SPLIT_K).min(slices((MAX_PARTIAL_BYTES as u64).min(max_binding))).min(MAX_DIM).max(least);
         let wanted = target.div_ceil(tiles).clamp(least, most);
         let k_split = k.div_ceil(wanted).next_multiple_of(8);
         let splits = k.div_ceil(k_split);
