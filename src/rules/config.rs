@@ -94,10 +94,10 @@ pub struct FdsrConfig {
     pub grad_weight: Option<f32>,
     /// Probe-driven reallocation under a budget (`,realloc`): in training the budget controller
     /// shares the step's total out per saved tensor by the sensitivities the gradient-error
-    /// probe measures. Off by default (measured on `cnn` on lavapipe: it cost 2.9 points at 16x
-    /// and 4.5 at 32x, on a build whose truncated weight gradients let the probe disturb training,
-    /// so to be rerun; BENCHMARKS.md, issue 17): every compressed tensor then has the step plan's
-    /// budget and its bits per band are chosen from its own analysis.
+    /// probe measures. Off by default (on the `cnn` stand-in on lavapipe it neither costs nor
+    /// gains accuracy at 16x over three seeds; its earlier cost was measured with llvmpipe's
+    /// truncated weight gradients; BENCHMARKS.md, issue 17): every compressed tensor then has
+    /// the step plan's budget and its bits per band are chosen from its own analysis.
     pub realloc: bool,
     /// Accuracy-following budget (`,auto`, which implies [`Self::realloc`]): in training the
     /// budget controller may raise the total above the budget when the probe's gradient error is
