@@ -12,6 +12,8 @@ struct AllocParams {
     edges: array<vec4<u32>, 3>,
     inv_l2: array<vec4<f32>, 3>, // 1 / (2^b - 1)^2 for b = 1..=8 (index b)
     fixed: array<vec4<u32>, 2>,  // the bits per band of MODE_FIXED
+    drop_weight: f32,            // a dropped band's weight (weight: the DC band's)
+    pad0: u32, pad1: u32, pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: AllocParams;
@@ -140,7 +142,7 @@ fn alloc_bits(@builtin(local_invocation_index) lid: u32) {
         if (j == 0u) {
             t = select(tot[20] * inv_l2(min(b, 8u)), tot[20] * F16_ERR, b == 16u) * p.weight;
         } else if (b == 0u) {
-            t = tot[8u + j] * p.weight;
+            t = tot[8u + j] * p.drop_weight;
         } else {
             t = select(tot[j] * inv_l2(min(b, 8u)), tot[j] * F16_ERR, b == 16u);
         }

@@ -67,12 +67,18 @@ fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
     let Some(ctx) = common::gpu() else { return };
     let shape = [4, 8, 32, 32];
     let x = relu_activation(shape, 50);
-    let mut launches = std::collections::HashSet::new();
-    for (policy, budget) in
-        [("fdsr:budget=1", 1.0), ("fdsr:budget=2,grad", 2.0), ("fdsr:budget=2,grad=4", 2.0), ("fdsr:budget=3", 3.0)]
-    {
-        let (weight, edges) = match policy.parse::<Policy>().unwrap() {
-            Policy::Fdsr(c) => (c.coherent_weight(), c.band_edges),
+    let (mut launches, mut chosen) = (std::collections::HashSet::new(), std::collections::HashMap::new());
+    for (policy, budget) in [
+        ("fdsr:budget=1", 1.0),
+        ("fdsr:budget=1,grad", 1.0),
+        ("fdsr:budget=1,grad,drop=dc", 1.0),
+        ("fdsr:budget=2,grad", 2.0),
+        ("fdsr:budget=2,grad=4", 2.0),
+        ("fdsr:budget=2,grad=4,drop=64", 2.0),
+        ("fdsr:budget=3", 3.0),
+    ] {
+        let (w, edges) = match policy.parse::<Policy>().unwrap() {
+            Policy::Fdsr(c) => (c.weights(), c.band_edges),
             _ => unreachable!("an fdsr policy"),
         };
         let nb = edges.len() - 1;
@@ -92,11 +98,12 @@ fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
         t.stats[16] = st[layout::STAT_ZERO] as f32;
         t.stats[17] = st[layout::STAT_DC] as f32;
         t.stats[18] = st[layout::STAT_FULL] as f32;
-        let lim = Limits { edges: &edges, limit_bits: l.limit_bits() as u32, weight };
+        let lim = Limits { edges: &edges, limit_bits: l.limit_bits() as u32, weight: w.dc, drop_weight: w.dropped };
         let (bits, no_fit) = alloc_rule::choose(&t, &lim);
         launches.insert(PackLaunch::for_bits(&bits));
         let got: Vec<u8> = head[..nb].iter().map(|&b| b as u8).collect();
         assert_eq!(got, bits, "{policy}: device bits vs the reference rule");
+        chosen.insert(policy, bits.clone());
         assert!(!no_fit && head[layout::H_FLAGS] == 0, "{policy}: flags {}", head[layout::H_FLAGS]);
         // The totals match the reference analysis (f64 sums) closely.
         let a = reference::fdsr::analyze(&x, &shape, &edges, 1e-3).unwrap().stats;
@@ -115,6 +122,8 @@ fn device_bits_follow_the_reference_rule_and_fit_the_budget() {
         let off = differing(&y, &want, &x);
         assert!(off * 100 <= x.len(), "{policy}: {off} of {} decoded values differ", x.len());
     }
+    // The dropped bands' weight is the device's own: the default and the DC's choose apart here.
+    assert_ne!(chosen["fdsr:budget=1,grad"], chosen["fdsr:budget=1,grad,drop=dc"]);
     // Low budgets give the top band 0 bits: the pack without it wrote these (the launch with
     // every band: the fixed bits of `every_policy_round_trips_on_the_device`).
     assert!(launches.contains(&PackLaunch::SkipTop), "{launches:?}");
@@ -163,16 +172,24 @@ fn segmented_tensors_round_trip_under_one_budget_each() {
     let shape = [3, 4, 20, 20];
     let x = relu_activation(shape, 60);
     let opts = CodecOptions { seed: 11, ..Default::default() };
-    for policy in ["fdsr:budget=2,mask,grad", "fdsr:budget=3,reuse", "uniform:3", "division"] {
+    for (policy, slack) in [
+        ("fdsr:budget=2,mask", 1.5),
+        ("fdsr:budget=3,reuse", 1.5),
+        ("fdsr:budget=2,mask,grad", 2.0),
+        ("uniform:3", 1.5),
+        ("division", 1.5),
+    ] {
         let (whole, a) = round_trip(&ctx, &x, &shape, policy, &opts);
         let (parts, b) = round_trip(&small, &x, &shape, policy, &opts);
         assert!(whole.segments.len() == 1 && parts.segments.len() > 1, "{policy}: not segmented");
         let peak = x.iter().fold(0f32, |m, v| m.max(v.abs()));
         let rms = |d: &[f32]| (d.iter().zip(&x).map(|(p, q)| (p - q).powi(2)).sum::<f32>() / x.len() as f32).sqrt();
         // Each segment has its own bits and scale base, so the two decodes differ; the segmented
-        // one may lose a little to its segments' metadata, never much.
+        // one may lose a little to its segments' metadata, never much. Under `,grad` a little
+        // more (1.85× here): its allocation keeps bands at one bit rather than drop them, which
+        // is not the least reconstruction error, and a segment's metadata takes a bit from some.
         let (err, err_parts) = (rms(&a), rms(&b));
-        assert!(err_parts <= err.max(1e-6 * peak) * 1.5, "{policy}: segmented error {err_parts} against {err}");
+        assert!(err_parts <= err.max(1e-6 * peak) * slack, "{policy}: segmented error {err_parts} against {err}");
         for s in &parts.segments {
             if let SegmentForm::Fdsr { layout: l, .. } = &s.form {
                 let used = words(&small, &s.region, HEADER_WORDS)[layout::H_USED];

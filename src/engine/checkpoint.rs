@@ -13,10 +13,10 @@ pub const FORMAT: &str = "fdsr-checkpoint-1";
 
 /// Value of the `policy_terms` metadata key: what the policy in `config` means. Checkpoints
 /// without it name their policies in the terms of before, when `,mask` also clamped at 0 and
-/// kept own masks (`,mask=clamp` now) and `,grad` weighed 64 (now a weight that follows the
-/// budget, `rules::config::coherent_weight_at`); up to terms 2 an `fdsr` budget reallocated
-/// between tensors by the probe (`,realloc` now).
-pub const POLICY_TERMS: &str = "3";
+/// kept own masks (`,mask=clamp` now) and `,grad` weighed 64 (now `,grad=64`); up to terms 2 an
+/// `fdsr` budget reallocated between tensors by the probe (`,realloc` now); up to terms 3 `,grad`
+/// weighed dropped bands as the DC (`,grad,drop=dc` now).
+pub const POLICY_TERMS: &str = "4";
 
 /// The `config` key of a checkpoint written in policy terms `terms` (`None`: before they were
 /// recorded), in today's terms.
@@ -24,7 +24,7 @@ fn in_current_terms(key: &str, terms: Option<&str>) -> Result<String> {
     if terms == Some(POLICY_TERMS) {
         return Ok(key.to_string());
     }
-    if let Some(other) = terms.filter(|t| *t != "2") {
+    if let Some(other) = terms.filter(|t| !["2", "3"].contains(t)) {
         return Err(FdsrError::Corrupt(format!("unknown policy_terms '{other}' (this fdsr knows {POLICY_TERMS})")));
     }
     let Some((head, policy)) = key.split_once(" policy=") else { return Ok(key.to_string()) };
@@ -33,16 +33,19 @@ fn in_current_terms(key: &str, terms: Option<&str>) -> Result<String> {
         .map(|piece| match piece {
             "mask" if terms.is_none() => "mask=clamp",
             "grad" if terms.is_none() => "grad=64",
+            "grad" => "grad,drop=dc",
             other => other,
         })
         .collect();
     let policy = flags.join(",");
     let policy = match policy.parse::<Policy>() {
-        Ok(Policy::Fdsr(mut c)) if matches!(c.bits, BitChoice::Budget(_)) => {
+        Ok(Policy::Fdsr(mut c)) if terms != Some("3") && matches!(c.bits, BitChoice::Budget(_)) => {
             c.realloc = true;
             Policy::Fdsr(c).to_string()
         }
-        _ => policy,
+        // Printed again so the flags stand in today's order.
+        Ok(p) => p.to_string(),
+        Err(_) => policy,
     };
     Ok(format!("{head} policy={policy}"))
 }
@@ -226,8 +229,14 @@ mod tests {
         let two = "seed=0 policy=fdsr:ratio=16,mask,grad,edges=0/1/6/64";
         assert_eq!(
             in_current_terms(two, Some("2")).unwrap(),
-            "seed=0 policy=fdsr:ratio=16,mask,grad,realloc,edges=0/1/6/64"
+            "seed=0 policy=fdsr:ratio=16,mask,grad,drop=dc,realloc,edges=0/1/6/64"
         );
+        assert_eq!(
+            in_current_terms(two, Some("3")).unwrap(),
+            "seed=0 policy=fdsr:ratio=16,mask,grad,drop=dc,edges=0/1/6/64"
+        );
+        let fixed = "seed=0 policy=fdsr:ratio=16,mask,grad=8";
+        assert_eq!(in_current_terms(fixed, Some("3")).unwrap(), fixed, "grad=W weighs both as it did");
         let auto = "seed=0 policy=fdsr:ratio=16,mask,auto";
         assert_eq!(in_current_terms(auto, Some("2")).unwrap(), auto);
         for same in
@@ -235,8 +244,9 @@ mod tests {
         {
             assert_eq!(in_current_terms(same, None).unwrap(), same);
             assert_eq!(in_current_terms(same, Some("2")).unwrap(), same);
+            assert_eq!(in_current_terms(same, Some("3")).unwrap(), same);
         }
-        assert_eq!(in_current_terms(two, Some("3")).unwrap(), two, "today's terms stay");
+        assert_eq!(in_current_terms(two, Some("4")).unwrap(), two, "today's terms stay");
         assert!(in_current_terms(two, Some("9")).is_err());
     }
 }

@@ -142,9 +142,10 @@ pub struct Controller {
     pub budget: Option<f64>,
     adaptive: bool,
     auto: bool,
-    /// `,grad` alone: the device weighs coherent errors by each tensor's budget
-    /// ([`coherent_weight_at`]), so the estimate of each budget level does too.
-    weight_follows_budget: bool,
+    /// The policy that shares out budgets (`adaptive`): the device weighs each tensor's errors
+    /// as its weights at the tensor's budget say ([`FdsrConfig::weights_at`]), so the estimate of
+    /// each budget level does too.
+    fdsr: Option<FdsrConfig>,
     budgets: HashMap<String, f64>,
     decisions: Vec<Decision>,
 }
@@ -172,19 +173,19 @@ impl Controller {
     /// the others its probes only measure the gradient error.
     pub fn for_policy(policy: Option<&Policy>, config: ControllerConfig) -> Result<Option<Controller>> {
         config.validate()?;
-        let (adaptive, auto, weight_follows_budget) = match policy {
+        let (adaptive, auto, fdsr) = match policy {
             None | Some(Policy::Lossless) => return Ok(None),
             Some(Policy::Fdsr(c @ FdsrConfig { bits: BitChoice::Budget(_), realloc: true, .. })) => {
-                (true, c.auto, c.weight_follows_budget())
+                (true, c.auto, Some(c.clone()))
             }
-            Some(_) => (false, false, false),
+            Some(_) => (false, false, None),
         };
         Ok(Some(Controller {
             config,
             budget: None,
             adaptive,
             auto,
-            weight_follows_budget,
+            fdsr,
             budgets: HashMap::new(),
             decisions: Vec::new(),
         }))
@@ -330,7 +331,7 @@ impl Controller {
             let codec = |b: f64| if r.own_mask && b - 1.0 >= MIN_CODEC_BUDGET { b - 1.0 } else { b };
             // Bits as the device would choose them at b, their error measured as at the budget used.
             let codec_levels: Vec<f64> = levels.iter().map(|&b| codec(b)).collect();
-            let errors: Vec<Option<f64>> = level_bits(a, self.weight_follows_budget, &codec_levels)
+            let errors: Vec<Option<f64>> = level_bits(a, self.fdsr.as_ref(), &codec_levels)
                 .into_iter()
                 .map(|bits| bits.map(|bits| total_error(a, &bits)))
                 .collect();

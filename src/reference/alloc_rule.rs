@@ -108,13 +108,13 @@ pub fn choice_bits(j: usize, c: usize) -> u8 {
 }
 
 /// The estimated error of band `j` at choice `c`.
-fn term(t: &Totals, j: usize, c: usize, weight: f32, inv: &[f32; 12]) -> f32 {
+fn term(t: &Totals, j: usize, c: usize, lim: &Limits<'_>, inv: &[f32; 12]) -> f32 {
     let b = choice_bits(j, c);
     let f = |s: f32| if b == 16 { s * F16_ERR } else { s * inv[b as usize] };
     if j == 0 {
-        f(t.dc_term) * weight
+        f(t.dc_term) * lim.weight
     } else if b == 0 {
-        t.stats[8 + j] * weight
+        t.stats[8 + j] * lim.drop_weight
     } else {
         f(t.stats[j])
     }
@@ -127,8 +127,10 @@ pub struct Limits<'a> {
     pub edges: &'a [u8],
     /// Payload bits the region holds.
     pub limit_bits: u32,
-    /// Weight of the DC band's and dropped bands' errors (`FdsrConfig::coherent_weight`).
+    /// Weight of the DC band's error (`AllocWeights::dc`).
     pub weight: f32,
+    /// Weight of a dropped band's error (`AllocWeights::dropped`).
+    pub drop_weight: f32,
 }
 
 fn payload(c: &[usize], edges: &[u8], nonzero: u32, full: u32) -> u32 {
@@ -145,7 +147,7 @@ pub fn choose(t: &Totals, lim: &Limits<'_>) -> (Vec<u8>, bool) {
     let nb = lim.edges.len() - 1;
     let inv = inv_l2_table();
     let terms: Vec<Vec<f32>> =
-        (0..nb).map(|j| (0..if j == 0 { 9 } else { 10 }).map(|c| term(t, j, c, lim.weight, &inv)).collect()).collect();
+        (0..nb).map(|j| (0..if j == 0 { 9 } else { 10 }).map(|c| term(t, j, c, lim, &inv)).collect()).collect();
     let full = t.stats[18] as u32;
     let nonzero = t.stats[17] as u32 + full;
     let err = |c: &[usize]| c.iter().enumerate().fold(0f32, |e, (j, &cj)| e + terms[j][cj]);
@@ -229,7 +231,7 @@ mod tests {
             let t = totals(0.1);
             let mut last = f32::INFINITY;
             for limit_bits in [312, 2_000, 10_000, 40_000, 200_000, 2_000_000] {
-                let lim = Limits { edges, limit_bits, weight: 1.0 };
+                let lim = Limits { edges, limit_bits, weight: 1.0, drop_weight: 1.0 };
                 let (bits, no_fit) = choose(&t, &lim);
                 assert!(!no_fit && bits.len() == edges.len() - 1);
                 let c: Vec<usize> = bits
@@ -244,12 +246,13 @@ mod tests {
                     })
                     .collect();
                 assert!(payload(&c, edges, 312, 262) <= limit_bits, "{bits:?} over {limit_bits}");
-                let e: f32 = c.iter().enumerate().map(|(j, &cj)| term(&t, j, cj, 1.0, &inv_l2_table())).sum();
+                let e: f32 = c.iter().enumerate().map(|(j, &cj)| term(&t, j, cj, &lim, &inv_l2_table())).sum();
                 assert!(e <= last * 1.0001, "limit {limit_bits}: error {e} > {last} ({bits:?})");
                 last = e;
             }
         }
-        let (bits, no_fit) = choose(&totals(0.1), &Limits { edges: &[0, 1, 6, 28, 64], limit_bits: 100, weight: 1.0 });
+        let (bits, no_fit) =
+            choose(&totals(0.1), &Limits { edges: &[0, 1, 6, 28, 64], limit_bits: 100, weight: 1.0, drop_weight: 1.0 });
         assert!(no_fit && bits == vec![1, 0, 0, 0]);
     }
 

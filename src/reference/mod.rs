@@ -108,7 +108,7 @@ pub fn compress_with_stats(
         Policy::Division => Body::Division(division::encode(x, shape, opts)?),
         Policy::Fdsr(cfg) if shape.len() == 4 => {
             let mut a = fdsr::analyze(x, shape, &cfg.band_edges, cfg.dc_threshold)?;
-            a.stats.coherent_weight = f64::from(cfg.coherent_weight());
+            a.stats.set_weights(cfg.weights());
             let bits = match &cfg.bits {
                 BitChoice::Fixed(b) => b.clone(),
                 BitChoice::Budget(budget) => alloc::choose_bits(&a.stats, *budget)?,

@@ -12,7 +12,7 @@ pub const AC_CHOICES: [u8; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 16];
 pub const DC_CHOICES: [u8; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 16];
 /// Up to this many bands (DC included) the search is exhaustive; above it, greedy.
 pub const EXHAUSTIVE_MAX_BANDS: usize = 5;
-pub use super::config::coherent_weight_at;
+pub use super::config::{coherent_weight_at, AllocWeights};
 
 /// Payload bits per full tile of an AC band of `n` coefficients at `b` bits: an
 /// [`AC_SCALE_BITS`]-bit scale code (none at 16 bits, nothing at 0) and `n · b` bits of codes.
@@ -68,11 +68,13 @@ pub struct FdsrStats {
     pub dc_sum_n_max2: f64,
     /// Largest |coefficient| (all 64) over non-zero tiles: `e0 = e0_for(gmax)`.
     pub gmax: f32,
-    /// Weight of the errors that add up coherently in a weight gradient — the DC band's (constant
-    /// over a tile) and a dropped band's (a bias) — against the other bands' rounding noise: 1
-    /// for reconstruction error; [`coherent_weight_at`] the budget (or `,grad=W`) for gradient-aware allocation
-    /// (`fdsr:…,grad`).
+    /// Weight of the DC band's error (constant over a tile, it adds up coherently in a weight
+    /// gradient) against the AC bands' rounding noise: 1 for reconstruction error, else
+    /// [`AllocWeights::dc`] (`fdsr:…,grad`).
     pub coherent_weight: f64,
+    /// Weight of a dropped band's error (a bias): 1 for reconstruction error, else
+    /// [`AllocWeights::dropped`].
+    pub dropped_weight: f64,
 }
 
 impl FdsrStats {
@@ -92,7 +94,13 @@ impl FdsrStats {
             dc_sum_n_max2: 0.0,
             gmax: 0.0,
             coherent_weight: 1.0,
+            dropped_weight: 1.0,
         }
+    }
+
+    /// Sets both weights from `w`.
+    pub fn set_weights(&mut self, w: AllocWeights) {
+        (self.coherent_weight, self.dropped_weight) = (w.dc.into(), w.dropped.into());
     }
 
     /// Number of bands (DC included).
@@ -115,11 +123,13 @@ impl FdsrStats {
 /// half-ulp bound `Σ n·maxabs²·2^-22`; else the stochastic-rounding variance bound
 /// `Σ n·maxabs² / (2^b − 1)²` (step `2·maxabs/(2^b − 1)`, variance at most step²/4).
 /// For DC (`j = 0`) the term is `dc_sum_n_max2`, which also bounds the DC energy for `b = 0`.
-/// DC errors and dropped bands count `coherent_weight` times.
+/// DC errors count `coherent_weight` times, dropped bands `dropped_weight` times.
 pub fn band_error(stats: &FdsrStats, j: usize, b: u8) -> f64 {
     let e = band_error_unweighted(stats, j, b);
-    if j == 0 || b == 0 {
+    if j == 0 {
         e * stats.coherent_weight
+    } else if b == 0 {
+        e * stats.dropped_weight
     } else {
         e
     }

@@ -4,19 +4,9 @@ use crate::error::{FdsrError, Result};
 use std::fmt;
 
 mod parse;
+mod weights;
 pub use parse::{parse_list, split_policies};
-
-/// Weight of the coherent errors (DC, dropped bands) of gradient-aware allocation (`,grad`) for
-/// a tensor whose codec has `budget` bits per value, as the device computes it (f32): 8 up to
-/// 2.25 bits, 64 from 3.25, geometric in between. A weight gradient sums products over many
-/// values: unbiased rounding noise of the AC coefficients averages out in that sum, while a DC
-/// error (the same offset on all 64 values of a tile) or a dropped band's bias adds up. Measured
-/// on `cnn` with `fdsr grad-error` (BENCHMARKS.md, issue 17): at 11x and 16x (codec budgets of
-/// about 2.1 and 1.2 bits) 8 gave a sixth to a third less gradient error than 32 or 64, which
-/// starve the AC bands; at 8x (about 3.2 bits) 64 gave a fifth less than 8.
-pub fn coherent_weight_at(budget: f64) -> f32 {
-    (8.0 * 8f64.powf((budget - 2.25).clamp(0.0, 1.0))) as f32
-}
+pub use weights::{coherent_weight_at, AllocWeights, DropWeight, DEFAULT_DROP_WEIGHT, MAX_WEIGHT};
 
 /// Default zig-zag band edges: DC `{0}`, low `[1,6)`, mid `[6,28)`, high `[28,45)`, top
 /// `[45,64)`. With 5-bit AC scale codes a fifth band costs 5 bits per full tile, and splitting the
@@ -84,14 +74,17 @@ pub struct FdsrConfig {
     /// tensor's budget) for tensors ≥ 0 that no ReLU mask covers, such as pooled ReLU outputs
     /// (`,mask=zeros` and `,mask=clamp`); `,mask` keeps only the ReLUs' masks, which are free.
     pub own_masks: bool,
-    /// Gradient-aware allocation under a budget (`,grad`): a dropped band weighs
-    /// [`coherent_weight_at`] the budget (or `,grad=W`) times its energy, since its bias adds up
-    /// in weight gradients where rounding noise averages out.
+    /// Gradient-aware allocation under a budget (`,grad`): the DC band's and dropped bands'
+    /// errors count more than the AC bands' rounding noise ([`Self::weights_at`]), since they add
+    /// up in weight gradients where rounding noise averages out.
     pub grad_aware: bool,
-    /// The coherent-error weight of gradient-aware allocation where fixed (`,grad=W`); `None`
+    /// The DC band's weight in gradient-aware allocation where fixed (`,grad=W`); `None`
     /// (`,grad` alone): [`coherent_weight_at`] the tensor's budget. Ignored without
     /// [`Self::grad_aware`].
     pub grad_weight: Option<f32>,
+    /// A dropped band's weight in gradient-aware allocation (`,drop=W` or `,drop=dc`); `None`:
+    /// the DC's under `,grad=W`, else [`DEFAULT_DROP_WEIGHT`]. Needs [`Self::grad_aware`].
+    pub drop_weight: Option<DropWeight>,
     /// Probe-driven reallocation under a budget (`,realloc`): in training the budget controller
     /// shares the step's total out per saved tensor by the sensitivities the gradient-error
     /// probe measures. Off by default (on the `cnn` stand-in on lavapipe it neither costs nor
@@ -172,6 +165,7 @@ impl Default for FdsrConfig {
             own_masks: false,
             grad_aware: false,
             grad_weight: None,
+            drop_weight: None,
             realloc: false,
             auto: false,
             ratio: None,
@@ -180,29 +174,22 @@ impl Default for FdsrConfig {
 }
 
 impl FdsrConfig {
-    /// Weight of the coherent errors (DC, dropped bands) in the allocation's estimate:
-    /// [`Self::grad_weight`] or [`coherent_weight_at`] the budget for gradient-aware allocation,
-    /// else 1 (reconstruction error).
-    pub fn coherent_weight(&self) -> f32 {
-        if self.weight_follows_budget() {
-            return coherent_weight_at(match self.bits {
-                BitChoice::Budget(b) => b,
-                BitChoice::Fixed(_) => 0.0,
-            });
-        }
-        self.grad_weight.filter(|_| self.grad_aware).unwrap_or(1.0)
-    }
-
-    /// Whether [`Self::coherent_weight`] follows the budget ([`coherent_weight_at`]): `,grad`
-    /// without a weight of its own.
-    pub fn weight_follows_budget(&self) -> bool {
-        self.grad_aware && self.grad_weight.is_none()
-    }
-
     /// Checks band edges, bit-widths and budget.
     pub fn validate(&self) -> Result<()> {
-        if let Some(w) = self.grad_weight.filter(|w| !(w.is_finite() && (1.0..=1024.0).contains(w))) {
-            return Err(FdsrError::InvalidConfig(format!("grad={w}: the coherent-error weight must be in [1, 1024]")));
+        let out_of_range = |w: &f32| !(w.is_finite() && (1.0..=MAX_WEIGHT).contains(w));
+        if let Some(w) = self.grad_weight.filter(out_of_range) {
+            return Err(FdsrError::InvalidConfig(format!("grad={w}: the weight must be in [1, {MAX_WEIGHT}]")));
+        }
+        match self.drop_weight {
+            Some(DropWeight::Fixed(w)) if out_of_range(&w) => {
+                return Err(FdsrError::InvalidConfig(format!(
+                    "drop={w}: the dropped-band weight must be in [1, {MAX_WEIGHT}] (or dc)"
+                )))
+            }
+            Some(_) if !self.grad_aware => {
+                return Err(FdsrError::InvalidConfig(",drop weighs gradient-aware allocation: it needs ,grad".into()))
+            }
+            _ => {}
         }
         if self.realloc && matches!(self.bits, BitChoice::Fixed(_)) {
             return Err(FdsrError::InvalidConfig(
@@ -300,6 +287,11 @@ impl fmt::Display for Policy {
                     (true, None) => write!(f, ",grad")?,
                     (true, Some(w)) => write!(f, ",grad={w}")?,
                     (false, _) => {}
+                }
+                match c.drop_weight {
+                    Some(DropWeight::Dc) => write!(f, ",drop=dc")?,
+                    Some(DropWeight::Fixed(w)) => write!(f, ",drop={w}")?,
+                    None => {}
                 }
                 if c.auto {
                     write!(f, ",auto")?;

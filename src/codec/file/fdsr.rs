@@ -81,7 +81,8 @@ async fn encode(
         kept.push((x, a));
     }
     submit(ctx, "fdsr analyze", enc).await?;
-    let mut st = FdsrStats { coherent_weight: f64::from(cfg.coherent_weight()), ..FdsrStats::new(&cfg.band_edges) };
+    let mut st = FdsrStats::new(&cfg.band_edges);
+    st.set_weights(cfg.weights());
     let (mut dcmax, mut nonzero, mut full) = (Vec::new(), Vec::new(), Vec::new());
     for (g, (_, a)) in segs.iter().zip(&kept) {
         let part = read_words(ctx, &a.partials, g.groups() as usize * STATS as usize).await?;

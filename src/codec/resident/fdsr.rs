@@ -123,6 +123,7 @@ impl Job<'_> {
                 (AllocMode::Fixed, f)
             }
         };
+        let w = cfg.weights();
         let p = AllocParams {
             groups: g.groups(),
             planes: g.planes,
@@ -130,7 +131,7 @@ impl Job<'_> {
             nbands: nbands as u32,
             limit_bits: self.layout.limit_bits().min(u64::from(u32::MAX)) as u32,
             mode: mode as u32,
-            weight: cfg.coherent_weight(),
+            weight: w.dc,
             cls_off: self.layout.cls_off as u32,
             pay_off: self.layout.pay_off as u32,
             reuse: u32::from(cfg.reuse.is_some()),
@@ -139,6 +140,8 @@ impl Job<'_> {
             edges: edges12(&cfg.band_edges),
             inv_l2: alloc_rule::inv_l2_table(),
             fixed,
+            drop_weight: w.dropped,
+            pad: [0; 3],
         };
         let p = uniform(ctx, "fdsr alloc", &p);
         let binds: [&dyn Bindable; 7] = [&p, &*a.partials, &*a.dcmax, region, stats, acc, &*a.pack_args];

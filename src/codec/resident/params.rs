@@ -94,7 +94,7 @@ pub struct AllocParams {
     pub limit_bits: u32,
     /// 0 greedy, 1 exhaustive, 2 fixed bits.
     pub mode: u32,
-    /// Weight of the DC band's and dropped bands' errors.
+    /// Weight of the DC band's error (`AllocWeights::dc`).
     pub weight: f32,
     /// Region words of the classes and the payload.
     pub cls_off: u32,
@@ -112,4 +112,8 @@ pub struct AllocParams {
     pub inv_l2: [f32; 12],
     /// Bits per band of the fixed mode.
     pub fixed: [u32; 8],
+    /// Weight of a dropped band's error (`AllocWeights::dropped`).
+    pub drop_weight: f32,
+    /// Padding to the uniform's 16-byte rows.
+    pub pad: [u32; 3],
 }

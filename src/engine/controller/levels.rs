@@ -1,7 +1,8 @@
 //! The controller's arithmetic over budget levels: each tensor's bits and error at every level,
 //! and the greedy spending of a total over them.
 
-use crate::codec::alloc::{choose_bits_at, coherent_weight_at, FdsrStats};
+use crate::codec::alloc::{choose_bits_at, AllocWeights, FdsrStats};
+use crate::codec::config::FdsrConfig;
 
 /// A tensor the controller allocates for: compressed under a budget, with its analysis.
 pub(super) struct Item<'a> {
@@ -41,19 +42,23 @@ pub(super) fn spend(items: &[Item], kappa: &[f64], levels: &[f64], at: &mut [usi
 }
 
 /// The bits per band the device chooses for analysis `a` at each of `budgets` (bits per value;
-/// `None` where it does not fit): under `,grad` alone (`follows`) with the coherent weight of each
-/// budget, else with `a`'s own. One search per distinct weight (a few) rather than per budget.
-pub(super) fn level_bits(a: &FdsrStats, follows: bool, budgets: &[f64]) -> Vec<Option<Vec<u8>>> {
-    let weight = |b: f64| if follows { f64::from(coherent_weight_at(b)) } else { a.coherent_weight };
+/// `None` where it does not fit): with the weights `policy` gives each budget
+/// ([`FdsrConfig::weights_at`]: under `,grad` alone the DC's follow it), else with `a`'s own.
+/// One search per distinct pair of weights (a few) rather than per budget.
+pub(super) fn level_bits(a: &FdsrStats, policy: Option<&FdsrConfig>, budgets: &[f64]) -> Vec<Option<Vec<u8>>> {
+    let own = AllocWeights { dc: a.coherent_weight as f32, dropped: a.dropped_weight as f32 };
+    let key = |w: AllocWeights| (w.dc.to_bits(), w.dropped.to_bits());
     let mut out = vec![None; budgets.len()];
-    let of_budget: Vec<f64> = budgets.iter().map(|&b| weight(b)).collect();
+    let of_budget: Vec<AllocWeights> = budgets.iter().map(|&b| policy.map_or(own, |c| c.weights_at(b))).collect();
     let mut weights = of_budget.clone();
-    weights.sort_by(f64::total_cmp);
+    weights.sort_by_key(|&w| key(w));
     weights.dedup();
     for w in weights {
         let at: Vec<usize> = (0..budgets.len()).filter(|&i| of_budget[i] == w).collect();
         let these: Vec<f64> = at.iter().map(|&i| budgets[i]).collect();
-        let Ok(found) = choose_bits_at(&FdsrStats { coherent_weight: w, ..a.clone() }, &these) else { continue };
+        let mut weighed = a.clone();
+        weighed.set_weights(w);
+        let Ok(found) = choose_bits_at(&weighed, &these) else { continue };
         for (i, bits) in at.into_iter().zip(found) {
             out[i] = bits.ok();
         }

@@ -2,7 +2,8 @@
 //! saves its state.
 
 use super::*;
-use crate::codec::alloc::{coherent_weight_at, FdsrStats};
+use crate::codec::alloc::{coherent_weight_at, AllocWeights, FdsrStats};
+use crate::codec::config::DEFAULT_DROP_WEIGHT;
 
 fn record(name: &str, numel: u64, scale: f64) -> TensorRecord {
     let mut a = FdsrStats::new(&[0, 1, 6, 28, 64]);
@@ -150,28 +151,36 @@ fn only_budgeted_fdsr_with_realloc_adapts() {
 }
 
 #[test]
-fn under_grad_alone_each_level_takes_the_weight_of_its_budget() {
+fn each_level_takes_the_weights_the_policy_gives_its_budget() {
     // Energies far under the range bound, as in real activations: a band may be dropped.
     let mut a = record("x", 1 << 14, 1.0).analysis.unwrap();
     for j in 1..4 {
         a.band_energy[j] = a.band_sum_n_max2[j] / (64 << (2 * j)) as f64;
     }
-    a.coherent_weight = 8.0;
+    a.set_weights(AllocWeights { dc: 8.0, dropped: 8.0 });
     // All levels at once (as the controller asks), each as if asked alone; one too small.
     let budgets = [1.5, 2.5, 3.0, 4.0, 5.0, 2.25, 3.25, 2.75, 0.01];
-    let (follows, own) = (level_bits(&a, true, &budgets), level_bits(&a, false, &budgets));
+    let cfg = |p: &str| controller(p).fdsr.expect("a reallocating fdsr policy");
+    let (grad, old) = (cfg("fdsr:budget=2,mask,grad,realloc"), cfg("fdsr:budget=2,mask,grad,drop=dc,realloc"));
+    let (follows, follows_both, own) =
+        (level_bits(&a, Some(&grad), &budgets), level_bits(&a, Some(&old), &budgets), level_bits(&a, None, &budgets));
     for (i, &b) in budgets.iter().enumerate() {
-        let at = FdsrStats { coherent_weight: f64::from(coherent_weight_at(b)), ..a.clone() };
-        assert_eq!(follows[i], choose_bits(&at, b).ok(), "{b}");
+        let at = |dropped: f64| {
+            let mut at = FdsrStats { coherent_weight: f64::from(coherent_weight_at(b)), ..a.clone() };
+            at.dropped_weight = dropped;
+            choose_bits(&at, b).ok()
+        };
+        assert_eq!(follows[i], at(f64::from(DEFAULT_DROP_WEIGHT)), "{b}");
+        assert_eq!(follows_both[i], at(f64::from(coherent_weight_at(b))), "{b}");
         assert_eq!(own[i], choose_bits(&a, b).ok(), "{b}");
     }
     assert_eq!(follows[8], None);
-    // Only `,grad` without a fixed weight follows the budget.
-    // The weight matters at some level here, else the test above could not tell the two apart.
-    assert!(follows != own);
-    let follows = |p: &str| controller(p).weight_follows_budget;
-    assert!(follows("fdsr:budget=2,mask,grad,realloc"));
-    assert!(!follows("fdsr:budget=2,mask,grad=8,realloc") && !follows("fdsr:budget=2,mask,realloc"));
+    // The weights matter at some level here, else the test above could not tell them apart.
+    assert!(follows != follows_both && follows_both != own);
+    // Only reallocating policies share budgets out, and only they carry their weights.
+    assert!(Controller::for_policy(Some(&"fdsr:budget=2,mask,grad".parse().unwrap()), ControllerConfig::default())
+        .unwrap()
+        .is_some_and(|c| c.fdsr.is_none()));
 }
 
 #[test]

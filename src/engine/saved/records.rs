@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::stats::TensorRecord;
 use crate::codec::alloc::FdsrStats;
-use crate::codec::config::{BitChoice, Policy};
+use crate::codec::config::{AllocWeights, BitChoice, Policy};
 use crate::codec::resident::layout::{self as l, FdsrLayout, STAT_WORDS};
 use crate::codec::resident::{Resident, SegmentForm};
 use crate::error::Result;
@@ -18,14 +18,14 @@ pub struct PendingRecord {
     record: TensorRecord,
     /// Per `fdsr` segment: its layout and statistics buffer.
     segments: Vec<(FdsrLayout, Arc<PooledBuffer>)>,
-    coherent_weight: f64,
+    weights: AllocWeights,
 }
 
 impl PendingRecord {
     /// A tensor kept as it is (`fp32` or `packed`).
     pub fn kept(name: &str, layer: usize, shape: &[usize], bytes: u64, form: &str) -> Self {
         let record = TensorRecord::kept(name, layer, shape, bytes, form);
-        PendingRecord { record, segments: Vec::new(), coherent_weight: 1.0 }
+        PendingRecord { record, segments: Vec::new(), weights: AllocWeights::PLAIN }
     }
 
     /// A tensor recomputed from the stored tensor `source` instead of stored
@@ -56,7 +56,7 @@ impl PendingRecord {
                 BitChoice::Budget(b) => Some(b),
                 BitChoice::Fixed(_) => None,
             };
-            p.coherent_weight = f64::from(cfg.coherent_weight());
+            p.weights = cfg.weights();
             p.record.analysis = (r.shape.len() == 4).then(|| FdsrStats::new(&cfg.band_edges));
         }
         for s in &r.segments {
@@ -94,7 +94,7 @@ pub async fn read(ctx: &GpuContext, pending: &[PendingRecord]) -> Result<Vec<Ten
         let mut r = p.record.clone();
         for (k, (layout, _)) in p.segments.iter().enumerate() {
             let Some(s) = segs.next() else { break };
-            complete(&mut r, layout, s, k == 0, p.coherent_weight);
+            complete(&mut r, layout, s, k == 0, p.weights);
         }
         out.push(r);
     }
@@ -102,7 +102,7 @@ pub async fn read(ctx: &GpuContext, pending: &[PendingRecord]) -> Result<Vec<Ten
 }
 
 /// Adds one segment's statistics `s` to `r` (its bits are the first segment's).
-fn complete(r: &mut TensorRecord, layout: &FdsrLayout, s: &[u32], first: bool, coherent_weight: f64) {
+fn complete(r: &mut TensorRecord, layout: &FdsrLayout, s: &[u32], first: bool, weights: AllocWeights) {
     let f = |i: usize| f64::from(f32::from_bits(s[i]));
     let (zero, dc, full, hits) = (s[l::STAT_ZERO], s[l::STAT_DC], s[l::STAT_FULL], s[l::STAT_HITS]);
     r.stored_bytes += layout.used_bytes(s[l::STAT_USED].into());
@@ -111,7 +111,7 @@ fn complete(r: &mut TensorRecord, layout: &FdsrLayout, s: &[u32], first: bool, c
     if first {
         r.bits = s[l::STAT_BITS..l::STAT_BITS + nb].iter().map(|&b| b as u8).collect();
         r.band_energy = vec![0.0; nb];
-        a.coherent_weight = coherent_weight;
+        a.set_weights(weights);
     }
     let (zero, dc, full, hits) = (u64::from(zero), u64::from(dc), u64::from(full), u64::from(hits));
     r.classes[0] += zero;

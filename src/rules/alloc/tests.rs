@@ -1,6 +1,7 @@
 //! Tests of the bit allocation: the search against trying every choice, fitting, monotonicity.
 
 use super::*;
+use crate::rules::config::DEFAULT_DROP_WEIGHT;
 
 fn stats(bands: usize) -> FdsrStats {
     let edges: Vec<u8> = match bands {
@@ -27,23 +28,33 @@ fn gradient_aware_allocation_drops_fewer_bands() {
     for j in 1..4 {
         plain.band_energy[j] = plain.band_sum_n_max2[j] / 16.0;
     }
-    let grad = FdsrStats { coherent_weight: f64::from(coherent_weight_at(2.0)), ..plain.clone() };
+    // Both weights 8 (`,grad,drop=dc` at these budgets), then dropped bands at the default.
+    let weighed = |dropped: f32| {
+        let mut s = plain.clone();
+        s.set_weights(AllocWeights { dc: coherent_weight_at(2.0), dropped });
+        s
+    };
+    let (grad, bias) = (weighed(coherent_weight_at(2.0)), weighed(DEFAULT_DROP_WEIGHT));
     let dropped = |b: &[u8]| b[1..].iter().filter(|&&x| x == 0).count();
-    let mut fewer = false;
+    let (mut fewer, mut fewer_still) = (false, false);
     for budget in [0.5, 1.0, 2.0, 3.0] {
-        let (p, g) = (choose_bits(&plain, budget).unwrap(), choose_bits(&grad, budget).unwrap());
+        let [p, g, d] = [&plain, &grad, &bias].map(|s| choose_bits(s, budget).unwrap());
         assert!(dropped(&g) <= dropped(&p), "budget {budget}: {g:?} vs {p:?}");
-        assert!(stored_bits(&grad, &g) as f64 <= budget * grad.numel as f64);
+        assert!(dropped(&d) <= dropped(&g), "budget {budget}: {d:?} vs {g:?}");
+        for (s, b) in [(&grad, &g), (&bias, &d)] {
+            assert!(stored_bits(s, b) as f64 <= budget * s.numel as f64);
+        }
         fewer |= dropped(&g) < dropped(&p);
+        fewer_still |= dropped(&d) < dropped(&g);
     }
-    assert!(fewer, "the weight changes some choice");
+    assert!(fewer && fewer_still, "each weight changes some choice");
 }
 
 #[test]
 fn the_search_finds_what_trying_every_choice_finds() {
     for bands in [4, 5] {
         let mut s = stats(bands);
-        s.coherent_weight = 8.0;
+        s.set_weights(AllocWeights { dc: 8.0, dropped: 64.0 });
         for budget in [0.3, 0.8, 1.25, 2.0, 3.0, 4.5, 12.0] {
             let limit = budget * s.numel as f64;
             let combos = 9 * 10usize.pow(bands as u32 - 1);
@@ -71,7 +82,7 @@ fn the_search_finds_what_trying_every_choice_finds() {
 fn one_search_for_many_budgets_answers_each_as_alone() {
     for bands in [4, 5, 7] {
         let mut s = stats(bands);
-        s.coherent_weight = 8.0;
+        s.set_weights(AllocWeights { dc: 8.0, dropped: 64.0 });
         // Unsorted, repeated, and one too small.
         let budgets = [3.0, 0.3, 12.0, 0.01, 1.25, 0.8, 3.0, 2.0, 4.5, 1.0];
         let all = choose_bits_at(&s, &budgets).unwrap();

@@ -1,7 +1,7 @@
 //! Parsing of policy strings (`uniform:2`, `fdsr:ratio=11,mask,grad`, …) and of the lists of
 //! them that `fdsr compare` and `fdsr sweep` take.
 
-use super::{BitChoice, FdsrConfig, Policy, ReuseConfig};
+use super::{BitChoice, DropWeight, FdsrConfig, Policy, ReuseConfig};
 use crate::error::{FdsrError, Result};
 use std::str::FromStr;
 
@@ -9,13 +9,13 @@ impl FromStr for Policy {
     type Err = FdsrError;
     /// Parses `lossless`, `uniform:B`, `division`, `fdsr`, `fdsr:budget=B`, `fdsr:ratio=R` (the
     /// budget `32 / R`) or `fdsr:bits=8,4,3,2`; the `fdsr` forms take trailing flags `,mask`
-    /// (mask-aware: the ReLUs' masks re-applied; `,mask=zeros` also own masks of other tensors ≥ 0; `,mask=clamp` those and a clamp at 0; `,mask=shared` is `,mask`), `,grad` or `,grad=W` (gradient-aware allocation, coherent-error weight W),
+    /// (mask-aware: the ReLUs' masks re-applied; `,mask=zeros` also own masks of other tensors ≥ 0; `,mask=clamp` those and a clamp at 0; `,mask=shared` is `,mask`), `,grad` or `,grad=W` (gradient-aware allocation; W weighs the DC's and dropped bands' errors), `,drop=W` or `,drop=dc` (a dropped band's weight under `,grad`),
     /// `,realloc` (the probe shares the budget out per tensor), `,auto` (accuracy-following budget, reallocating), `,edges=0/1/…/64` (zig-zag band edges) and `,reuse` or `,reuse=K/B[/R]` (alone: `fdsr:mask`, `fdsr:reuse`, …).
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
         let bad = || {
             FdsrError::InvalidConfig(format!(
-                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:ratio=R|:bits=D,L,M,H][,mask[=zeros|clamp]][,grad[=W]][,realloc][,auto][,edges=0/1/../64][,reuse[=K/B/R]])"
+                "unknown policy '{s}' (expected lossless, uniform:B, division, fdsr[:budget=B|:ratio=R|:bits=D,L,M,H][,mask[=zeros|clamp]][,grad[=W]][,drop=W|dc][,realloc][,auto][,edges=0/1/../64][,reuse[=K/B/R]])"
             ))
         };
         let p = match (name, arg) {
@@ -37,6 +37,8 @@ impl FromStr for Policy {
                             c.grad_aware = true;
                             c.grad_weight = Some(w.parse().map_err(|_| bad())?);
                         }
+                        ("drop", Some("dc")) => c.drop_weight = Some(DropWeight::Dc),
+                        ("drop", Some(w)) => c.drop_weight = Some(DropWeight::Fixed(w.parse().map_err(|_| bad())?)),
                         ("realloc", None) => c.realloc = true,
                         ("auto", None) => (c.auto, c.realloc) = (true, true),
                         ("edges", Some(v)) => {
@@ -101,6 +103,7 @@ fn is_flag(piece: &str) -> bool {
         || piece == "mask=clamp"
         || piece == "grad"
         || piece.starts_with("grad=")
+        || piece.starts_with("drop=")
         || piece == "auto"
         || piece == "realloc"
         || piece.starts_with("edges=")

@@ -26,6 +26,8 @@ fn policies_round_trip_through_strings() {
         "fdsr:ratio=16,mask,grad",
         "fdsr:ratio=11,mask,grad=4",
         "fdsr:ratio=11,mask,grad=2.5,auto",
+        "fdsr:ratio=11,mask,grad,drop=dc",
+        "fdsr:ratio=11,mask,grad=4,drop=64,realloc",
         "fdsr:ratio=11,mask,edges=0/1/10/64",
         "fdsr:ratio=11,mask=zeros,grad",
         "fdsr:ratio=11,mask=clamp,grad",
@@ -41,7 +43,7 @@ fn policies_round_trip_through_strings() {
     assert_eq!("fdsr:ratio=11,grad=8".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=11,grad=8");
     assert_eq!("fdsr:ratio=11,grad=64".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=11,grad=64");
     let c = |s: &str| match s.parse::<Policy>().unwrap() {
-        Policy::Fdsr(c) => c.coherent_weight(),
+        Policy::Fdsr(c) => c.weights().dc,
         _ => f32::NAN,
     };
     assert_eq!((c("fdsr:ratio=16"), c("fdsr:ratio=16,grad"), c("fdsr:ratio=16,grad=4")), (1.0, 8.0, 4.0));
@@ -49,6 +51,17 @@ fn policies_round_trip_through_strings() {
     assert_eq!((c("fdsr:budget=2,grad"), c("fdsr:budget=2.25,grad"), c("fdsr:budget=3.25,grad")), (8.0, 8.0, 64.0));
     assert_eq!(c("fdsr:budget=5,grad"), 64.0);
     assert!((c("fdsr:budget=2.75,grad") - 8.0 * 8f32.sqrt()).abs() < 1e-3);
+    // A dropped band: 1 without `,grad`, the largest weight under `,grad` alone, the DC's under
+    // `,grad=W` or `,drop=dc`, W under `,drop=W`.
+    let d = |s: &str| match s.parse::<Policy>().unwrap() {
+        Policy::Fdsr(c) => c.weights().dropped,
+        _ => f32::NAN,
+    };
+    assert_eq!(
+        (d("fdsr:ratio=16"), d("fdsr:ratio=16,grad"), d("fdsr:ratio=16,grad=4")),
+        (1.0, DEFAULT_DROP_WEIGHT, 4.0)
+    );
+    assert_eq!((d("fdsr:budget=3.25,grad,drop=dc"), d("fdsr:budget=3.25,grad=4,drop=32")), (64.0, 32.0));
     assert_eq!("fdsr:mask".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,mask");
     assert_eq!("fdsr:realloc".parse::<Policy>().unwrap().to_string(), "fdsr:budget=2,realloc");
     assert_eq!("fdsr:ratio=16,realloc,auto".parse::<Policy>().unwrap().to_string(), "fdsr:ratio=16,auto");
@@ -81,6 +94,11 @@ fn policies_round_trip_through_strings() {
         "fdsr:budget=2,grad=0.5",
         "fdsr:budget=2,grad=x",
         "fdsr:budget=2,grad=inf",
+        "fdsr:budget=2,grad,drop=0.5",
+        "fdsr:budget=2,grad,drop=2048",
+        "fdsr:budget=2,grad,drop=ac",
+        "fdsr:budget=2,drop=dc",
+        "fdsr:budget=2,grad,drop",
         "fdsr:budget=2,edges=0/2/64",
         "fdsr:budget=2,edges=0/1/6/6/64",
         "fdsr:budget=2,edges=0/1/63",
