@@ -4,8 +4,20 @@ use super::*;
 
 #[test]
 fn policy_lists_keep_their_inner_commas() {
-    let got = split_policies("none, fdsr:bits=8,4,3,2,reuse,uniform:2,fdsr:budget=2,mask,reuse=16/16,division");
-    assert_eq!(got, ["none", "fdsr:bits=8,4,3,2,reuse", "uniform:2", "fdsr:budget=2,mask,reuse=16/16", "division"]);
+    let got = split_policies(
+        "none, fdsr:bits=8,4,3,2,reuse,uniform:2,fdsr:budget=2,mask,reuse=16/16,fdsr:ratio=16,grad,drop=dc,division",
+    );
+    assert_eq!(
+        got,
+        [
+            "none",
+            "fdsr:bits=8,4,3,2,reuse",
+            "uniform:2",
+            "fdsr:budget=2,mask,reuse=16/16",
+            "fdsr:ratio=16,grad,drop=dc",
+            "division"
+        ]
+    );
     assert!(split_policies("").is_empty());
 }
 

@@ -19,8 +19,9 @@ pub fn coherent_weight_at(budget: f64) -> f32 {
 /// weight, so a band is dropped only where the budget leaves no other choice (then the one of
 /// least energy). A dropped band is a bias, which the steps of training keep, where rounding
 /// noise averages away; the gradient-error probe of one step counts both alike. On the `cnn`
-/// stand-in at 21.4x (BENCHMARKS.md, issue 17) the weight 1024 gained 1.10 points over 8 in the
-/// mean of three seeds (0.8 to 1.5 on each) at 2× the probe's gradient error.
+/// stand-in at 21.4x (BENCHMARKS.md, issue 17, stop 47) it gained 0.70 points over the DC's
+/// weight of before in the mean of three seeds (0.2 to 1.5 on each) with a fifth less bias and
+/// twice the probe's gradient error; 16x is there too.
 pub const DEFAULT_DROP_WEIGHT: f32 = 1024.0;
 
 /// The largest weight `,grad=W` and `,drop=W` take (the smallest is 1).
